@@ -1,0 +1,5 @@
+import sys
+
+from nvperf_bridge.cli import main
+
+sys.exit(main())

@@ -1,0 +1,195 @@
+"""Run the models over a KernelFrame: pick the GPU profile, evaluate each model
+in isolation, validate its output, and compute accuracy and consensus.
+
+This module is the library entry point behind ``nvperf-bridge analyze``::
+
+    from nvperf_bridge.analysis import analyze_files
+    analysis = analyze_files(["profile.csv"])
+    analysis.summary()          # one row per kernel
+    analysis.runs["hong-kim"].result
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+
+from nvperf_bridge import __version__
+from nvperf_bridge.accuracy import ACCURACY_COLUMNS, absolute_percentage_error, accuracy_stats
+from nvperf_bridge.errors import ModelError, NvperfError, UsageError
+from nvperf_bridge.gpu import GpuProfile, load_profiles, match_device, resolve_profile
+from nvperf_bridge.kernelframe import ImportResult, InputFile
+from nvperf_bridge.model import BOTTLENECKS, ResolvedConstant, resolve_constants, validate_result
+from nvperf_bridge.registry import Registry, load_registry
+
+
+@dataclass
+class ModelRun:
+    """One model's outcome over all kernels."""
+
+    model_id: str
+    version: str
+    paper: str
+    origin: str
+    result: pd.DataFrame | None  # None when the model failed as a whole
+    constants: dict[str, ResolvedConstant] = field(default_factory=dict)
+    failure: str = ""  # why the model as a whole produced nothing
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Analysis:
+    kernels: pd.DataFrame
+    gpu: GpuProfile
+    gpu_choice: str  # how the profile was chosen, for the Notes
+    runs: dict[str, ModelRun]
+    inputs: list[InputFile]
+    warnings: list[str]
+    tool_version: str = __version__
+    created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+
+    @property
+    def measured_ns(self) -> pd.Series:
+        if "duration_ns" in self.kernels.columns:
+            return pd.to_numeric(self.kernels["duration_ns"], errors="coerce").astype("float64")
+        return pd.Series(float("nan"), index=self.kernels.index)
+
+    def ok_runs(self) -> dict[str, ModelRun]:
+        return {mid: run for mid, run in self.runs.items() if run.result is not None}
+
+    def accuracy(self) -> pd.DataFrame:
+        """Per model: n, mape, median_ape, gm_abs_error, mean_accuracy (fractions)."""
+        rows = {mid: accuracy_stats(run.result["predicted_ns"], self.measured_ns) for mid, run in self.ok_runs().items()}
+        return pd.DataFrame.from_dict(rows, orient="index", columns=list(ACCURACY_COLUMNS))
+
+    def summary(self) -> pd.DataFrame:
+        """One row per kernel: identity, measured time, each model's prediction,
+        error and bottleneck, then the consensus bottleneck and how many agree."""
+        ident = [c for c in ("kernel_id", "kernel", "kernel_name", "invocations") if c in self.kernels.columns]
+        table = self.kernels[ident].copy()
+        table["measured_ns"] = self.measured_ns
+        labels = {}
+        for mid, run in self.ok_runs().items():
+            res = run.result
+            table[f"{mid}.predicted_ns"] = res["predicted_ns"]
+            table[f"{mid}.error_pct"] = 100.0 * (res["predicted_ns"] - table["measured_ns"]) / table["measured_ns"]
+            table[f"{mid}.bottleneck"] = res["bottleneck"]
+            labels[mid] = res["bottleneck"].where(res["error"] == "")
+        consensus, agree, voters = consensus_bottleneck(pd.DataFrame(labels, index=self.kernels.index))
+        table["consensus_bottleneck"] = consensus
+        table["models_agreeing"] = agree
+        table["models_voting"] = voters
+        return table
+
+
+def consensus_bottleneck(labels: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """Most common label among the models that predicted the kernel ('unknown' votes
+    are not counted); ties are broken by the vocabulary's order."""
+    index = labels.index
+    if labels.empty or labels.shape[1] == 0:
+        return (pd.Series("unknown", index=index), pd.Series(0, index=index), pd.Series(0, index=index))
+    votes = labels.where(labels != "unknown")
+    counts = pd.DataFrame({label: (votes == label).sum(axis=1) for label in BOTTLENECKS if label != "unknown"}, index=index)
+    voters = votes.notna().sum(axis=1)
+    best = counts.idxmax(axis=1)
+    agree = counts.max(axis=1)
+    best[agree == 0] = "unknown"
+    return best, agree.astype(int), voters.astype(int)
+
+
+def choose_gpu(kernels: pd.DataFrame, gpu: str | None, profile_dirs: Iterable[Path] = ()) -> tuple[GpuProfile, str]:
+    """``--gpu`` when given, else the profile matching the device name in the data."""
+    dirs = tuple(profile_dirs)
+    if gpu:
+        return resolve_profile(gpu, dirs), f"--gpu {gpu}"
+    profiles = load_profiles(dirs)
+    devices = []
+    if "device" in kernels.columns:
+        devices = [str(d) for d in kernels["device"].dropna().unique() if str(d).strip()]
+    for device in devices:
+        found = match_device(device, profiles)
+        if found is not None:
+            return found, f"matched device name {device!r}"
+    named = ", ".join(repr(d) for d in devices[:3]) or "no device name"
+    raise UsageError(
+        f"cannot tell which GPU profile to use: the data has {named}",
+        hint="pass --gpu ID (see 'nvperf-bridge gpus') or --gpu path/to/profile.yaml",
+    )
+
+
+def run_models(
+    kernels: pd.DataFrame,
+    gpu: GpuProfile,
+    registry: Registry,
+    model_ids: list[str] | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> tuple[dict[str, ModelRun], list[str]]:
+    """Evaluate each selected model in isolation; one model's failure never stops the others."""
+    options = options or {}
+    warnings = list(registry.problems)
+    wanted = list(registry.models) if not model_ids else list(model_ids)
+    unknown = [mid for mid in wanted if mid not in registry.models]
+    if unknown:
+        raise UsageError(
+            f"unknown model {unknown[0]!r}", hint="run 'nvperf-bridge models' to list the installed ones"
+        )
+    runs: dict[str, ModelRun] = {}
+    for mid in wanted:
+        loaded = registry.models[mid]
+        model = loaded.model
+        model_options = dict(options.get(mid, {}))
+        run = ModelRun(mid, str(getattr(model, "version", "")), str(getattr(model, "paper", "")), loaded.origin, None,
+                       options=model_options)
+        try:
+            run.constants = resolve_constants(model, gpu)
+            raw = model.evaluate(kernels, gpu, model_options)
+            run.result, model_warnings = validate_result(mid, kernels, raw)
+            warnings.extend(model_warnings)
+        except NvperfError as exc:
+            run.failure = str(exc)
+            warnings.append(f"model {mid} produced no results: {exc}")
+        except Exception as exc:  # plugin code may raise anything; report it, keep going
+            run.failure = f"{type(exc).__name__}: {exc}"
+            warnings.append(f"model {mid} raised {type(exc).__name__}: {exc}; its results are left out")
+        runs[mid] = run
+    return runs, warnings
+
+
+def analyze(
+    imported: ImportResult,
+    *,
+    gpu: str | None = None,
+    model_ids: list[str] | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    plugin_files: list[str | Path] | tuple[str | Path, ...] = (),
+    profile_dirs: Iterable[Path] = (),
+    registry: Registry | None = None,
+) -> Analysis:
+    """Run the models over already imported kernels."""
+    profile, choice = choose_gpu(imported.kernels, gpu, profile_dirs)
+    registry = registry or load_registry(plugin_files)
+    runs, warnings = run_models(imported.kernels, profile, registry, model_ids, options)
+    return Analysis(imported.kernels, profile, choice, runs, imported.inputs, [*imported.warnings, *warnings])
+
+
+def analyze_files(paths: list[str | Path], **kwargs: Any) -> Analysis:
+    """Import the files (content-sniffed, merged) and analyze them."""
+    from nvperf_bridge.importers import read_profiles
+
+    return analyze(read_profiles([Path(p) for p in paths]), **kwargs)
+
+
+def ape_frame(analysis: Analysis) -> pd.DataFrame:
+    """APE per kernel per model (fractions), for reports."""
+    measured = analysis.measured_ns
+    return pd.DataFrame(
+        {mid: absolute_percentage_error(run.result["predicted_ns"], measured) for mid, run in analysis.ok_runs().items()},
+        index=analysis.kernels.index,
+    )
+
+
+__all__ = ["Analysis", "ModelRun", "ModelError", "analyze", "analyze_files", "choose_gpu", "run_models", "ape_frame"]

@@ -1,0 +1,93 @@
+"""The ``nvperf-bridge`` command line.
+
+Each command lives in its own module under ``nvperf_bridge.commands``; those
+modules import only typer at load time (pandas, numpy and matplotlib are
+imported inside the command bodies) so ``nvperf-bridge --help`` stays fast.
+
+Errors: the library raises ``NvperfError``; here it becomes one line on
+stderr and an exit code (0 ok, 1 bad input or analysis error, 2 usage).
+Tracebacks only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+# command name -> (module under nvperf_bridge.commands, function name)
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("analyze", "analyze", "analyze_command"),
+    ("inspect", "inspect", "inspect_command"),
+    ("models", "models", "models_command"),
+    ("gpus", "gpus", "gpus_command"),
+    ("metrics", "metrics", "metrics_command"),
+    ("fit", "fit", "fit_command"),
+    ("plot", "plot", "plot_command"),
+)
+
+app = typer.Typer(
+    name="nvperf-bridge",
+    help="Read Nsight Compute / nvprof CSV and run the classic analytical GPU performance models on every kernel.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors."),
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
+) -> None:
+    if version:
+        from nvperf_bridge import __version__
+
+        typer.echo(f"nvperf-bridge {__version__}")
+        raise typer.Exit(0)
+
+
+for _name, _module, _function in COMMANDS:
+    _mod = importlib.import_module(f"nvperf_bridge.commands.{_module}")
+    app.command(_name)(getattr(_mod, _function))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code.
+
+    Typer runs in standalone mode, so usage errors are printed by it with
+    exit code 2; our own errors and unexpected ones are turned into one line.
+    """
+    from nvperf_bridge.errors import NvperfError
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    try:
+        app(args=args, prog_name="nvperf-bridge")
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except NvperfError as exc:
+        if debug:
+            raise
+        typer.echo(f"nvperf-bridge: error: {exc}", err=True)
+        code = exc.exit_code
+    except KeyboardInterrupt:
+        typer.echo("nvperf-bridge: interrupted", err=True)
+        code = 130
+    except BrokenPipeError:
+        code = 0
+    except Exception as exc:  # a bug: one line, the traceback only with --debug
+        if debug:
+            raise
+        typer.echo(
+            f"nvperf-bridge: internal error: {type(exc).__name__}: {exc} (rerun with --debug and report it)", err=True
+        )
+        code = 1
+    return int(code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

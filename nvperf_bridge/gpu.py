@@ -1,0 +1,287 @@
+"""GPU profiles: one YAML file per GPU, validated on load, picked from the data.
+
+A profile holds the hardware facts every model needs (SM count, warp and block
+limits, clock, memory bandwidth; each with its source) and, under
+``models:``, each model's machine constants keyed by model id. A constant is
+written ``name: {value: X, source: "where it comes from"}`` with an optional
+``status`` (``paper``, ``measured``, ``calibrated`` or ``default``).
+Constants a profile does not give fall back to the model's own documented
+default, and reports say so (status ``default``: calibrate before trusting).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from nvperf_bridge.errors import ProfileError, UsageError
+
+SCHEMA_VERSION = 1
+
+# field -> (python types accepted, required?)
+_NUM = (int, float)
+PROFILE_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
+    "schema_version": ((int,), True),
+    "id": ((str,), True),
+    "name": ((str,), True),
+    "match": ((list,), True),
+    "compute_capability": ((str,), True),
+    "sm_count": ((int,), True),
+    "cores_per_sm": ((int,), True),
+    "max_warps_per_sm": ((int,), True),
+    "max_blocks_per_sm": ((int,), True),
+    "registers_per_sm": ((int,), True),
+    "shared_mem_per_sm_bytes": ((int,), True),
+    "sm_clock_mhz": (_NUM, True),
+    "memory_bandwidth_gb_per_s": (_NUM, True),
+    "sources": ((dict,), True),
+    # optional hardware facts
+    "architecture": ((str,), False),
+    "hypothetical": ((bool,), False),
+    "warp_size": ((int,), False),
+    "max_threads_per_block": ((int,), False),
+    "max_shared_mem_per_block_bytes": ((int,), False),
+    "register_allocation_unit": ((int,), False),
+    "shared_mem_allocation_unit_bytes": ((int,), False),
+    "shared_mem_banks": ((int,), False),
+    "memory_clock_mhz": (_NUM, False),
+    "memory_bus_width_bits": ((int,), False),
+    "memory_gb": (_NUM, False),
+    "l2_cache_bytes": ((int,), False),
+    "fp64_units_per_sm": ((int,), False),
+    "peak_fp32_gflops": (_NUM, False),
+    "peak_fp64_gflops": (_NUM, False),
+    "peak_fp16_gflops": (_NUM, False),
+    "coalesced_sectors_per_request": (_NUM, False),
+    "notes": ((str,), False),
+    "models": ((dict,), False),
+    "calibration": ((dict,), False),
+}
+
+CONSTANT_STATUSES = ("paper", "measured", "calibrated", "default", "datasheet")
+
+
+@dataclass(frozen=True)
+class ModelConstant:
+    value: float
+    source: str
+    status: str = "paper"
+
+
+@dataclass
+class GpuProfile:
+    """A validated GPU profile. Hardware fields are attributes; ``raw`` keeps the YAML."""
+
+    id: str
+    name: str
+    match: list[str]
+    compute_capability: str
+    sm_count: int
+    cores_per_sm: int
+    max_warps_per_sm: int
+    max_blocks_per_sm: int
+    registers_per_sm: int
+    shared_mem_per_sm_bytes: int
+    sm_clock_mhz: float
+    memory_bandwidth_gb_per_s: float
+    sources: dict[str, str]
+    path: str = ""
+    raw: dict[str, Any] = field(default_factory=dict)
+    model_constants: dict[str, dict[str, ModelConstant]] = field(default_factory=dict)
+
+    # ---- optional facts with the usual defaults -------------------------------
+    def get(self, key: str, default: Any = None) -> Any:
+        """An optional profile field (``warp_size``, ``peak_fp32_gflops``, ...)."""
+        return self.raw.get(key, default)
+
+    @property
+    def warp_size(self) -> int:
+        return int(self.raw.get("warp_size", 32))
+
+    @property
+    def max_threads_per_block(self) -> int:
+        return int(self.raw.get("max_threads_per_block", 1024))
+
+    @property
+    def max_threads_per_sm(self) -> int:
+        return self.max_warps_per_sm * self.warp_size
+
+    @property
+    def sm_clock_hz(self) -> float:
+        return float(self.sm_clock_mhz) * 1e6
+
+    @property
+    def memory_bandwidth_bytes_per_s(self) -> float:
+        return float(self.memory_bandwidth_gb_per_s) * 1e9
+
+    @property
+    def peak_fp32_flop_per_s(self) -> float:
+        """Peak FP32 rate: the profile's figure, else cores x SMs x 2 (FMA) x clock."""
+        given = self.raw.get("peak_fp32_gflops")
+        if given is not None:
+            return float(given) * 1e9
+        return self.cores_per_sm * self.sm_count * 2.0 * self.sm_clock_hz
+
+    @property
+    def peak_fp64_flop_per_s(self) -> float | None:
+        given = self.raw.get("peak_fp64_gflops")
+        if given is not None:
+            return float(given) * 1e9
+        units = self.raw.get("fp64_units_per_sm")
+        if units is None:
+            return None
+        return units * self.sm_count * 2.0 * self.sm_clock_hz
+
+    @property
+    def is_calibrated(self) -> bool:
+        return "calibration" in self.raw
+
+    def constant(self, model_id: str, name: str) -> ModelConstant | None:
+        """The profile's value of one model constant, or None when it gives none."""
+        return self.model_constants.get(model_id, {}).get(name)
+
+
+# ---- loading and validation --------------------------------------------------
+
+def _check_type(path: str, key: str, value: Any, types: tuple[type, ...]) -> None:
+    ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+    if not ok:
+        names = " or ".join(t.__name__ for t in types)
+        raise ProfileError(f"expected {names}, got {type(value).__name__} {value!r}", path=path, key=key)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ProfileError(f"value must be finite, got {value!r}", path=path, key=key)
+
+
+def _parse_constants(path: str, models: Mapping[str, Any]) -> dict[str, dict[str, ModelConstant]]:
+    parsed: dict[str, dict[str, ModelConstant]] = {}
+    for model_id, constants in models.items():
+        key = f"models.{model_id}"
+        if not isinstance(constants, dict):
+            raise ProfileError("expected a mapping of constant name to {value, source}", path=path, key=key)
+        parsed[model_id] = {}
+        for name, spec in constants.items():
+            ckey = f"{key}.{name}"
+            if not isinstance(spec, dict):
+                raise ProfileError("expected {value: ..., source: ...}", path=path, key=ckey)
+            unknown = set(spec) - {"value", "source", "status"}
+            if unknown:
+                raise ProfileError(f"unknown key {sorted(unknown)[0]!r}", path=path, key=ckey)
+            if "value" not in spec or "source" not in spec:
+                raise ProfileError("needs both 'value' and 'source'", path=path, key=ckey)
+            value = spec["value"]
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ProfileError(f"value must be a number, got {value!r}", path=path, key=f"{ckey}.value")
+            if not math.isfinite(float(value)):
+                raise ProfileError(f"value must be finite, got {value!r}", path=path, key=f"{ckey}.value")
+            status = spec.get("status", "paper")
+            if status not in CONSTANT_STATUSES:
+                raise ProfileError(
+                    f"status must be one of {', '.join(CONSTANT_STATUSES)}, got {status!r}", path=path, key=f"{ckey}.status"
+                )
+            parsed[model_id][name] = ModelConstant(float(value), str(spec["source"]), status)
+    return parsed
+
+
+def profile_from_mapping(data: Any, path: str = "<profile>") -> GpuProfile:
+    """Validate a parsed YAML document and build the profile (errors name file and key)."""
+    if not isinstance(data, dict):
+        raise ProfileError("a GPU profile must be a YAML mapping", path=path)
+    for key in data:
+        if key not in PROFILE_FIELDS:
+            raise ProfileError(f"unknown key {key!r}", path=path, key=str(key),
+                               hint="see the schema in nvperf_bridge/gpu.py PROFILE_FIELDS")
+    for key, (types, required) in PROFILE_FIELDS.items():
+        if key not in data:
+            if required:
+                raise ProfileError("required field is missing", path=path, key=key)
+            continue
+        _check_type(path, key, data[key], types)
+    if data["schema_version"] != SCHEMA_VERSION:
+        raise ProfileError(f"unsupported schema_version {data['schema_version']} (this tool reads {SCHEMA_VERSION})",
+                           path=path, key="schema_version")
+    if not all(isinstance(m, str) and m for m in data["match"]):
+        raise ProfileError("match must be a list of non-empty strings", path=path, key="match")
+    for key in ("sm_count", "cores_per_sm", "max_warps_per_sm", "max_blocks_per_sm", "registers_per_sm",
+                "sm_clock_mhz", "memory_bandwidth_gb_per_s"):
+        if data[key] <= 0:
+            raise ProfileError(f"must be positive, got {data[key]!r}", path=path, key=key)
+    sources = data["sources"]
+    if not all(isinstance(v, str) and v for v in sources.values()):
+        raise ProfileError("every source must be a non-empty string", path=path, key="sources")
+    constants = _parse_constants(path, data.get("models") or {})
+    return GpuProfile(
+        id=data["id"], name=data["name"], match=list(data["match"]),
+        compute_capability=data["compute_capability"], sm_count=data["sm_count"],
+        cores_per_sm=data["cores_per_sm"], max_warps_per_sm=data["max_warps_per_sm"],
+        max_blocks_per_sm=data["max_blocks_per_sm"], registers_per_sm=data["registers_per_sm"],
+        shared_mem_per_sm_bytes=data["shared_mem_per_sm_bytes"], sm_clock_mhz=float(data["sm_clock_mhz"]),
+        memory_bandwidth_gb_per_s=float(data["memory_bandwidth_gb_per_s"]), sources=dict(sources),
+        path=path, raw=dict(data), model_constants=constants,
+    )
+
+
+def load_profile_file(path: str | Path) -> GpuProfile:
+    """Read and validate one profile file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ProfileError(f"cannot read profile: {exc.strerror or exc}", path=path) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise ProfileError(f"not valid YAML: {getattr(exc, 'problem', exc)}", path=where) from None
+    profile = profile_from_mapping(data, str(path))
+    if profile.id != path.stem:
+        raise ProfileError(f"id {profile.id!r} must equal the file name {path.stem!r}", path=path, key="id")
+    return profile
+
+
+def builtin_profile_dir() -> Path:
+    return Path(str(resources.files("nvperf_bridge.profiles")))
+
+
+def load_profiles(extra_dirs: list[Path] | tuple[Path, ...] = ()) -> dict[str, GpuProfile]:
+    """All shipped profiles, plus those in ``extra_dirs`` (later ones win on the same id)."""
+    profiles: dict[str, GpuProfile] = {}
+    for folder in (builtin_profile_dir(), *extra_dirs):
+        for file in sorted(Path(folder).glob("*.yaml")):
+            profile = load_profile_file(file)
+            profiles[profile.id] = profile
+    return profiles
+
+
+def resolve_profile(choice: str, extra_dirs: list[Path] | tuple[Path, ...] = ()) -> GpuProfile:
+    """``--gpu`` value: a profile id, or a path to a YAML file."""
+    as_path = Path(choice)
+    if choice.endswith((".yaml", ".yml")) or as_path.is_file():
+        return load_profile_file(as_path)
+    profiles = load_profiles(extra_dirs)
+    if choice in profiles:
+        return profiles[choice]
+    raise UsageError(f"unknown GPU profile {choice!r}", hint="run 'nvperf-bridge gpus' for the ids, or pass a YAML file")
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.lower().replace("nvidia", " ").replace("-", " ").replace("_", " ").split())
+
+
+def match_device(device: str, profiles: Mapping[str, GpuProfile]) -> GpuProfile | None:
+    """The profile whose longest ``match`` substring occurs in the device name, or None."""
+    wanted = _normalise(device)
+    if not wanted:
+        return None
+    best: tuple[int, GpuProfile] | None = None
+    for profile in profiles.values():
+        for pattern in profile.match:
+            pat = _normalise(pattern)
+            if pat and pat in wanted and (best is None or len(pat) > best[0]):
+                best = (len(pat), profile)
+    return best[1] if best else None

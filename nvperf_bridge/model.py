@@ -1,0 +1,192 @@
+"""The model plugin contract, the shared bottleneck vocabulary, and result checks.
+
+A model object carries ``id`` (kebab-case), ``version``, ``description``,
+``paper`` (citation), ``requires`` (canonical columns it needs and which are
+optional), ``constants`` (its machine constants, with defaults and physical
+bounds) and ``evaluate(kernels, gpu, options) -> DataFrame``.
+
+``evaluate`` is pure and vectorised: it gets the whole KernelFrame and returns
+a DataFrame with the same index and these columns
+
+``predicted_ns``      float, NaN where the kernel has an ``error``
+``predicted_cycles``  float (NaN when the paper does not work in cycles)
+``bottleneck``        one of ``BOTTLENECKS``
+``state``             the paper's own label ("MWP < CWP", "capacity bound", ...)
+``error``             "" when the kernel was predicted, else why not (which
+                      counters are missing and which ncu metric collects them)
+
+and any number of further columns: the model's intermediate quantities under
+the paper's symbol names (``MWP``, ``CWP``, ``Mem_L``, ...), the "details".
+A model may also offer ``fit(kernels, gpu, options) -> dict`` (learned
+models such as Kerr's): the CLI writes that dict as JSON and passes it back in
+``options["model_data"]``; models never read or write files themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Protocol, runtime_checkable
+
+import numpy as np
+import pandas as pd
+
+from nvperf_bridge.columns import describe_missing
+from nvperf_bridge.gpu import GpuProfile, ModelConstant
+
+BOTTLENECKS: tuple[str, ...] = (
+    "compute",
+    "memory-bandwidth",
+    "memory-latency",
+    "parallelism",
+    "synchronization",
+    "balanced",
+    "unknown",
+)
+
+RESULT_COLUMNS: tuple[str, ...] = ("predicted_ns", "predicted_cycles", "bottleneck", "state", "error")
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """Canonical columns a model needs (``required``) and uses when present (``optional``)."""
+
+    required: tuple[str, ...]
+    optional: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ConstantSpec:
+    """One machine constant of a model: its default, unit, physical bounds and source."""
+
+    name: str
+    default: float
+    unit: str
+    bounds: tuple[float, float]
+    description: str
+    source: str
+
+
+@runtime_checkable
+class Model(Protocol):
+    id: str
+    version: str
+    description: str
+    paper: str
+    requires: Requirements
+    constants: tuple[ConstantSpec, ...]
+
+    def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
+        ...
+
+
+@dataclass(frozen=True)
+class ResolvedConstant:
+    value: float
+    source: str
+    status: str  # paper | measured | datasheet | calibrated | default
+
+
+def resolve_constants(model: Model, gpu: GpuProfile) -> dict[str, ResolvedConstant]:
+    """Each constant from the GPU profile if it gives one, else the model's default (status 'default')."""
+    resolved: dict[str, ResolvedConstant] = {}
+    for spec in getattr(model, "constants", ()):
+        given: ModelConstant | None = gpu.constant(model.id, spec.name)
+        if given is None:
+            resolved[spec.name] = ResolvedConstant(spec.default, spec.source, "default")
+        else:
+            resolved[spec.name] = ResolvedConstant(given.value, given.source, given.status)
+    return resolved
+
+
+def constant_values(model: Model, gpu: GpuProfile) -> dict[str, float]:
+    """Just the values of ``resolve_constants``."""
+    return {name: c.value for name, c in resolve_constants(model, gpu).items()}
+
+
+def column_or_nan(kernels: pd.DataFrame, name: str) -> pd.Series:
+    """A numeric column as float, all-NaN when the frame lacks it."""
+    if name not in kernels.columns:
+        return pd.Series(np.nan, index=kernels.index, dtype="float64")
+    return pd.to_numeric(kernels[name], errors="coerce").astype("float64")
+
+
+def missing_inputs(kernels: pd.DataFrame, required: tuple[str, ...] | list[str]) -> pd.Series:
+    """Per kernel, '' when every required column has a value, else the reason naming
+    the missing counters and the ncu metric that collects each."""
+    missing = pd.DataFrame(
+        {name: (kernels[name].isna() if name in kernels.columns else True) for name in required},
+        index=kernels.index,
+    )
+    reasons = pd.Series("", index=kernels.index, dtype="object")
+    if missing.empty:
+        return reasons
+    for pattern, rows in missing.groupby(list(missing.columns)).groups.items():
+        flags = pattern if isinstance(pattern, tuple) else (pattern,)
+        names = [name for name, flag in zip(missing.columns, flags) if flag]
+        if names:
+            reasons.loc[rows] = describe_missing(names)
+    return reasons
+
+
+def empty_result(kernels: pd.DataFrame) -> pd.DataFrame:
+    """A result frame with the standard columns, nothing predicted yet."""
+    return pd.DataFrame(
+        {
+            "predicted_ns": np.nan,
+            "predicted_cycles": np.nan,
+            "bottleneck": "unknown",
+            "state": "",
+            "error": "",
+        },
+        index=kernels.index,
+    )
+
+
+def validate_result(model_id: str, kernels: pd.DataFrame, result: Any) -> tuple[pd.DataFrame, list[str]]:
+    """Check a model's output against the contract; repair what is safe and report it.
+
+    Returns the (possibly repaired) frame and a list of warnings. Raises
+    ``ModelError`` when the result cannot be used at all (wrong type or shape).
+    """
+    from nvperf_bridge.errors import ModelError
+
+    warnings: list[str] = []
+    if not isinstance(result, pd.DataFrame):
+        raise ModelError(f"evaluate returned {type(result).__name__}, expected a pandas DataFrame", model_id=model_id)
+    if len(result) != len(kernels) or not result.index.equals(kernels.index):
+        raise ModelError(
+            f"evaluate returned {len(result)} rows for {len(kernels)} kernels (the index must match the KernelFrame's)",
+            model_id=model_id,
+        )
+    if "predicted_ns" not in result.columns:
+        raise ModelError("evaluate returned no 'predicted_ns' column", model_id=model_id)
+    result = result.copy()
+    for name, default in (("predicted_cycles", np.nan), ("bottleneck", "unknown"), ("state", ""), ("error", "")):
+        if name not in result.columns:
+            result[name] = default
+    result["error"] = result["error"].fillna("").astype(str)
+    predicted = pd.to_numeric(result["predicted_ns"], errors="coerce").astype("float64")
+    bad = ~np.isfinite(predicted) | (predicted <= 0)
+    unexplained = bad & (result["error"] == "")
+    if unexplained.any():
+        count = int(unexplained.sum())
+        warnings.append(
+            f"model {model_id}: {count} kernel(s) had a NaN, infinite, zero or negative prediction without a reason; marked as errors"
+        )
+        result.loc[unexplained, "error"] = "model returned no valid prediction (NaN, infinite or <= 0) and gave no reason"
+    predicted[bad] = np.nan
+    result["predicted_ns"] = predicted
+    has_error = result["error"] != ""
+    result.loc[has_error, "predicted_ns"] = np.nan
+    labels = result["bottleneck"].fillna("unknown").astype(str)
+    off_vocabulary = ~labels.isin(BOTTLENECKS)
+    if off_vocabulary.any():
+        warnings.append(
+            f"model {model_id}: bottleneck labels outside the shared vocabulary "
+            f"({', '.join(sorted(set(labels[off_vocabulary])))}) were replaced by 'unknown'"
+        )
+        labels[off_vocabulary] = "unknown"
+    labels[has_error] = "unknown"
+    result["bottleneck"] = labels
+    result["state"] = result["state"].fillna("").astype(str)
+    return result, warnings
