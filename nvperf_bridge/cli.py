@@ -25,6 +25,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("metrics", "metrics", "metrics_command"),
     ("fit", "fit", "fit_command"),
     ("plot", "plot", "plot_command"),
+    ("calibrate", "calibrate", "calibrate_command"),
+    ("validate", "validate", "validate_command"),
 )
 
 app = typer.Typer(
