@@ -113,19 +113,15 @@ def column_or_nan(kernels: pd.DataFrame, name: str) -> pd.Series:
 def missing_inputs(kernels: pd.DataFrame, required: tuple[str, ...] | list[str]) -> pd.Series:
     """Per kernel, '' when every required column has a value, else the reason naming
     the missing counters and the ncu metric that collects each."""
-    missing = pd.DataFrame(
-        {name: (kernels[name].isna() if name in kernels.columns else True) for name in required},
-        index=kernels.index,
-    )
-    reasons = pd.Series("", index=kernels.index, dtype="object")
-    if missing.empty:
-        return reasons
-    for pattern, rows in missing.groupby(list(missing.columns)).groups.items():
-        flags = pattern if isinstance(pattern, tuple) else (pattern,)
-        names = [name for name, flag in zip(missing.columns, flags) if flag]
-        if names:
-            reasons.loc[rows] = describe_missing(names)
-    return reasons
+    missing_names = pd.Series("", index=kernels.index, dtype="object")
+    for name in required:
+        absent = kernels[name].isna() if name in kernels.columns else pd.Series(True, index=kernels.index)
+        if not absent.any():
+            continue
+        label = describe_missing([name]).removeprefix("missing ")
+        separator = np.where(missing_names[absent] == "", "", ", ")
+        missing_names[absent] = missing_names[absent] + separator + label
+    return missing_names.where(missing_names == "", "missing " + missing_names)
 
 
 def empty_result(kernels: pd.DataFrame) -> pd.DataFrame:
