@@ -1,0 +1,87 @@
+"""Importers: profiler files in, one canonical KernelFrame out.
+
+``read_profiles(paths)`` sniffs every file by content, reads it with the
+importer for its layout, and combines the files into one table
+(``merge.py``). ``sniff(path)`` says which layout a file holds.
+
+Layouts (one module each): ``ncu_raw`` (``ncu --csv --page raw``),
+``ncu_details`` (``ncu --csv``, long: one metric per row), ``nvprof_metrics``
+(``nvprof --metrics/--events --csv``), ``nvprof_trace`` (``--print-gpu-trace``
+and ``--print-gpu-summary``), ``kernel_yaml`` (hand-written records).
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from nvperf_bridge.errors import InputError
+from nvperf_bridge.kernelframe import ImportResult
+
+# format name -> module that reads it (each has ``read(path, text) -> Parsed``)
+IMPORTERS: dict[str, str] = {
+    "ncu-raw": "nvperf_bridge.importers.ncu_raw",
+    "ncu-details": "nvperf_bridge.importers.ncu_details",
+    "nvprof-metrics": "nvperf_bridge.importers.nvprof_metrics",
+    "nvprof-trace": "nvperf_bridge.importers.nvprof_trace",
+    "nvprof-summary": "nvperf_bridge.importers.nvprof_trace",
+    "kernel-yaml": "nvperf_bridge.importers.kernel_yaml",
+}
+
+FORMATS: tuple[str, ...] = tuple(IMPORTERS)
+
+
+def sniff(path: str | Path) -> str:
+    """The layout a file holds ("ncu-raw", "ncu-details", ...), judged by content.
+
+    Raises InputError (naming the file, and what to do) when it holds no
+    table nvperf-bridge can read.
+    """
+    from nvperf_bridge.importers.text import read_text
+
+    path = Path(path)
+    return _sniff(path, read_text(path)).format
+
+
+def _sniff(path: Path, text: str):
+    from nvperf_bridge.importers.errors import no_table_error
+    from nvperf_bridge.importers.sniff import sniff_text
+
+    found = sniff_text(text)
+    if found is None:
+        raise no_table_error(path, text)
+    return found
+
+
+def read_file(path: str | Path):
+    """Read one file with the importer for its layout (a ``Parsed``, before combining)."""
+    from nvperf_bridge.importers.text import read_text
+
+    path = Path(path)
+    text = read_text(path)
+    found = _sniff(path, text)
+    module = importlib.import_module(IMPORTERS[found.format])
+    return module.read(path, text) if found.format == "kernel-yaml" else module.read(path, text, found)
+
+
+def read_profiles(paths: list[Path], *, progress: bool = False) -> ImportResult:
+    """Read and combine profiler files into one canonical KernelFrame.
+
+    Every path is sniffed by content. Files from one run combine (nvprof
+    metrics with their trace, one-metric-per-file ncu outputs); other files
+    are concatenated. Kernels found in only one of the files that should
+    combine are listed in ``warnings``. Raises InputError naming the file and
+    line for anything unreadable.
+    """
+    from nvperf_bridge.importers.merge import combine
+
+    if not paths:
+        raise InputError("no input files given", hint="pass one or more profiler CSV files")
+    parsed = []
+    for i, path in enumerate(paths):
+        if progress:
+            import sys
+
+            print(f"reading {path} ({i + 1}/{len(paths)})", file=sys.stderr)
+        parsed.append(read_file(path))
+    return combine(parsed)

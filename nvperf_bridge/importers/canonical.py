@@ -1,0 +1,233 @@
+"""From profiler names to canonical columns: the alias table, derivations, final types.
+
+Every importer hands over a wide frame whose identity columns are already
+canonical (``kernel_name``, ``kernel_id``, ``source``, ...) and whose metric
+columns carry the profiler's own names, in base units. ``canonicalize``
+renames metrics through ``data/metric_aliases.csv`` (one table, no if-chains),
+derives the columns that are sums, products or ratios of others, and fixes
+the canonical dtypes. Metrics without a canonical name stay, under their
+profiler name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+
+from nvperf_bridge.columns import CANONICAL_COLUMNS, IDENTITY_COLUMNS
+
+
+@dataclass(frozen=True)
+class Alias:
+    metric: str
+    target: str  # canonical column, or "_part" used by a derivation
+    scale: float
+    kind: str  # required base unit of the value ("" = any)
+    order: int  # position in the table: earlier wins
+
+
+@lru_cache(maxsize=1)
+def aliases() -> dict[str, Alias]:
+    """The alias table, keyed by profiler metric name."""
+    with resources.files("nvperf_bridge.data").joinpath("metric_aliases.csv").open("r", encoding="utf-8") as fh:
+        table = pd.read_csv(fh, comment="#", dtype=str, keep_default_na=False)
+    out: dict[str, Alias] = {}
+    for order, row in enumerate(table.itertuples(index=False)):
+        out.setdefault(row.metric, Alias(row.metric, row.target, float(row.scale or 1), row.kind, order))
+    return out
+
+
+# Derived canonical columns, as data: (target, operation, inputs, note).
+#   sum / product: every input must be present (a missing part is missing, not 0)
+#   weighted: sum of input*weight, inputs given as "name*weight"
+#   ratio: inputs[0] / inputs[1] * factor ("name*factor" on the first input)
+DERIVATIONS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
+    ("shared_mem_per_block_bytes", "sum", ("_smem_static_bytes", "_smem_dynamic_bytes"), ""),
+    ("grid_blocks", "product", ("_grid_x", "_grid_y", "_grid_z"), ""),
+    ("block_threads", "product", ("_block_x", "_block_y", "_block_z"), ""),
+    ("dram_bytes", "sum", ("dram_read_bytes", "dram_write_bytes"), ""),
+    ("flop_sp", "weighted", ("_ffma*2", "_fadd*1", "_fmul*1"), ""),
+    ("flop_dp", "weighted", ("_dfma*2", "_dadd*1", "_dmul*1"), ""),
+    ("flop_hp", "weighted", ("_hfma*2", "_hadd*1", "_hmul*1"), ""),
+    ("inst_global_ld", "ratio", ("global_ld_sectors", "_gld_per_request"), "inst_global_ld = gld_transactions / gld_transactions_per_request"),
+    ("inst_global_st", "ratio", ("global_st_sectors", "_gst_per_request"), "inst_global_st = gst_transactions / gst_transactions_per_request"),
+    ("inst_shared_ld", "ratio", ("shared_ld_wavefronts", "_shared_ld_per_request"), "inst_shared_ld = shared_load_transactions / shared_load_transactions_per_request"),
+    ("inst_shared_st", "ratio", ("shared_st_wavefronts", "_shared_st_per_request"), "inst_shared_st = shared_store_transactions / shared_store_transactions_per_request"),
+    ("duration_ns", "ratio", ("sm_cycles*1e9", "sm_clock_hz"), "duration_ns = sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second (no duration counter in the input)"),
+)
+
+_WEIGHT = re.compile(r"^(?P<name>[^*]+)(?:\*(?P<w>[-+0-9.eE]+))?$")
+
+
+def canonicalize(frame: pd.DataFrame, kinds: dict[str, str], notes: list[str]) -> pd.DataFrame:
+    """Rename aliased metrics, derive combined columns, return a new frame.
+
+    ``kinds`` maps metric columns to their base unit (for aliases that only
+    apply to one kind, e.g. "Memory Throughput" in % versus bytes/s).
+    Derivations only fill values that are still missing, so calling this again
+    after merging files is safe. ``notes`` receives one line per derivation used.
+    """
+    table = aliases()
+    frame = frame.copy()
+    parts: dict[str, pd.Series] = {}
+    by_target: dict[str, list[tuple[int, str, Alias]]] = {}
+    for col in frame.columns:
+        alias = table.get(col)
+        if alias is None or alias.target == col:
+            continue
+        if alias.kind and kinds.get(col, alias.kind) != alias.kind:
+            continue
+        by_target.setdefault(alias.target, []).append((alias.order, col, alias))
+    consumed: list[str] = []
+    for target, candidates in by_target.items():
+        candidates.sort()
+        values = None
+        for _, col, alias in candidates:
+            series = _numeric_or_text(frame[col], target) * alias.scale if alias.scale != 1 else _numeric_or_text(frame[col], target)
+            values = series if values is None else values.combine_first(series)
+        if target.startswith("_"):
+            parts[target] = values  # raw columns stay: they have no canonical name
+        else:
+            if target in frame.columns:
+                values = frame[target].combine_first(values)
+            frame[target] = values
+            consumed.extend(col for _, col, _ in candidates)
+    frame = frame.drop(columns=[c for c in consumed if c not in CANONICAL_COLUMNS])
+    for col in frame.columns:
+        # parts may also come from an earlier canonicalize call (raw columns kept)
+        alias = table.get(col)
+        if alias is not None and alias.target.startswith("_") and alias.target not in parts:
+            parts[alias.target] = pd.to_numeric(frame[col], errors="coerce")
+    _derive(frame, parts, notes)
+    return frame
+
+
+def _numeric_or_text(series: pd.Series, target: str) -> pd.Series:
+    col = CANONICAL_COLUMNS.get(target)
+    if col is not None and col.dtype == "str":
+        return series.astype(object).where(series.notna(), None)
+    if series.dtype.kind in "fiub":
+        return series.astype("float64")
+    from nvperf_bridge.importers.text import tuple_product
+
+    return tuple_product(series)
+
+
+def _get(frame: pd.DataFrame, parts: dict[str, pd.Series], name: str) -> pd.Series | None:
+    if name in parts:
+        return parts[name]
+    if name in frame.columns:
+        return pd.to_numeric(frame[name], errors="coerce")
+    return None
+
+
+def _derive(frame: pd.DataFrame, parts: dict[str, pd.Series], notes: list[str]) -> None:
+    for target, operation, inputs, note in DERIVATIONS:
+        terms = []
+        for spec in inputs:
+            m = _WEIGHT.match(spec)
+            assert m is not None
+            terms.append((m.group("name"), float(m.group("w") or 1)))
+        series = [_get(frame, parts, name) for name, _ in terms]
+        if any(s is None for s in series):
+            continue
+        if operation == "sum" or operation == "weighted":
+            value = sum(s * w for s, (_, w) in zip(series, terms))
+        elif operation == "product":
+            value = series[0] * series[1] * series[2] if len(series) == 3 else np.prod(series, axis=0)
+        else:  # ratio: a zero denominator gives missing, never inf
+            denominator = series[1].where(series[1] != 0)
+            value = series[0] * terms[0][1] / denominator
+        value = pd.Series(value, index=frame.index, dtype="float64")
+        if target in frame.columns:
+            before = pd.to_numeric(frame[target], errors="coerce")
+            filled = before.isna() & value.notna()
+            if not filled.any():
+                continue
+            frame[target] = before.where(~filled, value)
+        else:
+            if value.isna().all():
+                continue
+            frame[target] = value
+        if note and note not in notes:
+            notes.append(note)
+
+
+# ---- final shape ---------------------------------------------------------------
+
+_PARAMS = re.compile(r"\(.*\)\s*(?:const)?\s*$", re.S)
+
+
+def short_names(names: pd.Series) -> pd.Series:
+    """Display names: no ``void``, no parameter list, long template arguments shortened.
+
+    ``void matrixMulCUDA<int=32>(float*, float*)`` -> ``matrixMulCUDA<int=32>``;
+    names whose template arguments are longer than 40 characters keep
+    ``<...>`` in their place so tables stay readable.
+    """
+    unique = pd.Series(names.dropna().unique())
+    mapping = dict(zip(unique, unique.map(_short_one)))
+    return names.map(mapping)
+
+
+def _short_one(name: str) -> str:
+    text = str(name).strip()
+    if text.startswith("void "):
+        text = text[5:]
+    # the parameter list is the bracket group that closes the name: match it from the end
+    tail = text[:-6].rstrip() if text.endswith(" const") else text
+    if tail.endswith(")"):
+        depth = 0
+        for i in range(len(tail) - 1, -1, -1):
+            ch = tail[i]
+            if ch == ")":
+                depth += 1
+            elif ch == "(":
+                depth -= 1
+                if depth == 0:
+                    if i > 0:
+                        text = tail[:i]
+                    break
+    lt = text.find("<")
+    if lt >= 0 and len(text) - lt > _MAX_TEMPLATE:
+        # keep enough of the template arguments to tell instantiations apart
+        text = text[:lt + _MAX_TEMPLATE - 4].rstrip() + "...>"
+    return text.strip() or str(name)
+
+
+_MAX_TEMPLATE = 64
+
+
+def finish(frame: pd.DataFrame) -> pd.DataFrame:
+    """Canonical dtypes and column order: identity columns, canonical metrics, raw counters."""
+    if "kernel" not in frame.columns or frame["kernel"].isna().any():
+        short = short_names(frame["kernel_name"])
+        frame["kernel"] = frame["kernel"].combine_first(short) if "kernel" in frame.columns else short
+    if "invocations" not in frame.columns:
+        frame["invocations"] = 1
+    frame["invocations"] = pd.to_numeric(frame["invocations"], errors="coerce").fillna(1).astype("int64")
+    for name, col in CANONICAL_COLUMNS.items():
+        if name not in frame.columns:
+            continue
+        if col.dtype == "str":
+            values = frame[name]
+            present = values.notna()
+            text = values.astype(object).where(present, None)
+            text[present] = values[present].astype(str)
+            frame[name] = text
+        elif name == "source_row":
+            frame[name] = pd.to_numeric(frame[name], errors="coerce").astype("Int64")
+        elif name != "invocations":
+            frame[name] = pd.to_numeric(frame[name], errors="coerce").astype("float64")
+    # a column with nothing in it tells the user nothing
+    empty_raw = [c for c in frame.columns if c not in CANONICAL_COLUMNS and frame[c].isna().all()]
+    frame = frame.drop(columns=empty_raw)
+    identity = [c for c in IDENTITY_COLUMNS if c in frame.columns]
+    canonical = [c for c in CANONICAL_COLUMNS if c in frame.columns and c not in identity]
+    raw = [c for c in frame.columns if c not in CANONICAL_COLUMNS]
+    return frame[identity + canonical + raw].reset_index(drop=True)

@@ -1,0 +1,48 @@
+"""Content sniffing: which layout a file holds, and where its table starts.
+
+Never by extension: real ncu CSV sits in ``.log`` files, files without an
+extension and files named after a metric. A table is recognised by its
+header line; each layout has a signature of header fields (below, as data).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+
+# format -> header fields that must all be present, fields that must be absent
+SIGNATURES: tuple[tuple[str, frozenset[str], frozenset[str]], ...] = (
+    ("ncu-details", frozenset({"ID", "Kernel Name", "Metric Name", "Metric Value"}), frozenset()),
+    ("ncu-raw", frozenset({"ID", "Kernel Name"}), frozenset({"Metric Name"})),
+    ("nvprof-metrics", frozenset({"Device", "Kernel", "Invocations", "Metric Name", "Avg"}), frozenset()),
+    ("nvprof-metrics", frozenset({"Device", "Kernel", "Invocations", "Event Name", "Avg"}), frozenset()),
+    ("nvprof-trace", frozenset({"Start", "Duration", "Name"}), frozenset()),
+    ("nvprof-summary", frozenset({"Time(%)", "Time", "Calls", "Avg", "Name"}), frozenset()),
+)
+
+# candidate header lines: a quoted first field that one of the signatures starts with
+_HEADER_START = re.compile(r'^"(?:ID|Device|Start|Type|Time\(%\))",', re.M)
+
+
+@dataclass(frozen=True)
+class Sniffed:
+    format: str
+    start: int  # character offset of the header line (0 for YAML)
+
+
+def sniff_text(text: str) -> Sniffed | None:
+    """The layout of ``text`` and where its table starts, or None when no known table is found."""
+    for match in _HEADER_START.finditer(text):
+        line_end = text.find("\n", match.start())
+        line = text[match.start(): line_end if line_end >= 0 else len(text)]
+        fields = {f.strip() for f in next(csv.reader(io.StringIO(line)), [])}
+        for name, required, forbidden in SIGNATURES:
+            if required <= fields and not (forbidden & fields):
+                return Sniffed(name, match.start())
+    from nvperf_bridge.importers import kernel_yaml
+
+    if kernel_yaml.looks_like(text):
+        return Sniffed(kernel_yaml.FORMAT, 0)
+    return None

@@ -1,0 +1,269 @@
+"""Shared text helpers: reading a file safely, finding the CSV table inside
+surrounding text, and turning profiler number strings into floats.
+
+Profiler CSV rarely stands alone: nvprof writes ``==PID==`` lines before the
+table, ncu ``==PROF==`` lines, and when stdout went to the same file the
+application's own output comes first. After the table there may be a second
+table or free text. Everything here works on the whole text with C-speed
+regular expressions and pandas string methods, never a Python loop per value.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from nvperf_bridge.errors import InputError
+
+# ---- reading -------------------------------------------------------------------
+
+_PNG = b"\x89PNG\r\n\x1a\n"
+_SQLITE = b"SQLite format 3\x00"
+_GZIP = b"\x1f\x8b"
+_ZIP = b"PK\x03\x04"
+
+RAW_EXPORT_HINT = "export it with `ncu -i FILE --csv --page raw --print-units base > FILE.csv`"
+
+
+def read_text(path: Path) -> str:
+    """The file's text, or an InputError that says what the file is instead.
+
+    Directories, missing files, empty files and binary files (an Nsight
+    Compute ``.ncu-rep`` report, an nvprof/nsys database, an image) each get
+    their own message with the command that turns them into CSV.
+    """
+    if path.is_dir():
+        raise InputError("is a directory, not a profiler output file", path=path,
+                         hint="pass the CSV files inside it, e.g. DIR/*.csv")
+    if not path.exists():
+        raise InputError("no such file", path=path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", path=path) from None
+    if not data.strip():
+        raise InputError("the file is empty", path=path,
+                         hint="profile again with `ncu --csv --page raw --print-units base ... > out.csv`")
+    _reject_binary(path, data)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        # ncu/nvprof write ASCII; Latin-1 never fails and keeps every byte visible
+        text = data.decode("latin-1")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def _reject_binary(path: Path, data: bytes) -> None:
+    head = data[:4096]
+    name = path.name.lower()
+    if head.startswith(_PNG) or head[:3] == b"\xff\xd8\xff" or head[:4] == b"GIF8":
+        raise InputError("this is an image, not profiler output", path=path,
+                         hint="pass the CSV the profiler wrote")
+    if head.startswith(_SQLITE) or name.endswith((".nvvp", ".sqlite", ".nsys-rep", ".qdrep")):
+        raise InputError("this is a profiler database (nvprof .nvvp / Nsight Systems), not CSV", path=path,
+                         hint="export it with `nvprof -i FILE --csv --print-gpu-trace` "
+                              "or collect with `ncu --csv --page raw --print-units base`")
+    if name.endswith(".ncu-rep") or (b"\x00" in head and b"ncu" in head.lower()):
+        raise InputError("this is an Nsight Compute report, not CSV", path=path, hint=RAW_EXPORT_HINT)
+    if b"\x00" in head or head.startswith((_GZIP, _ZIP)):
+        raise InputError("this is a binary file, not profiler CSV", path=path,
+                         hint=f"if it is an Nsight Compute report, {RAW_EXPORT_HINT}")
+
+
+# ---- locating the table --------------------------------------------------------
+
+@dataclass(frozen=True)
+class Table:
+    """Where the CSV table sits in the text: header line and the end of the table."""
+
+    header_line: int  # 0-based line number of the header
+    start: int  # character offset of the header line
+    end: int  # character offset just past the last table line
+
+    def region(self, text: str) -> str:
+        return text[self.start:self.end]
+
+
+# A table ends at a blank line, a "==" profiler line, or a line with no comma
+# ("Total CPU Page faults: 49"); nvprof's second table follows a blank line.
+_TABLE_END = re.compile(r"\n(?=[ \t]*\n|[ \t]*$|==|[^,\n]*(?:\n|$))")
+
+
+def table_at(text: str, start: int) -> Table:
+    """The table whose header line starts at character ``start``."""
+    match = _TABLE_END.search(text, start)
+    end = len(text) if match is None else match.start() + 1
+    return Table(header_line=text.count("\n", 0, start), start=start, end=end)
+
+
+def line_of(text: str, offset: int) -> int:
+    """1-based line number of a character offset."""
+    return text.count("\n", 0, offset) + 1
+
+
+def preamble(text: str, start: int) -> str:
+    """The text before the table (app stdout, ==PROF== lines)."""
+    return text[:start]
+
+
+def read_table(text: str, table: Table, path: Path, *, skip_units_row: bool = False) -> tuple[pd.DataFrame, list[str] | None]:
+    """Read the located table as strings (no type guessing), header from its first line.
+
+    Rows shorter than the header (ncu's trailing-comma metric rows) are padded
+    with missing values. Rows longer than the header, which happen when a
+    hand-converted file leaves a kernel name with commas unquoted, are
+    repaired by joining the surplus fields back into the name column. With
+    ``skip_units_row`` the line after the header is returned separately.
+    """
+    region = table.region(text)
+    units: list[str] | None = None
+    if skip_units_row:
+        first_nl = region.find("\n")
+        second_nl = region.find("\n", first_nl + 1) if first_nl >= 0 else -1
+        if first_nl >= 0:
+            units_line = region[first_nl + 1: second_nl if second_nl >= 0 else len(region)]
+            units = next(iter(_csv_rows(units_line)), [])
+            region = region[:first_nl + 1] + (region[second_nl + 1:] if second_nl >= 0 else "")
+    try:
+        frame = pd.read_csv(
+            io.StringIO(region), dtype=str, keep_default_na=False, na_values=[""],
+            skipinitialspace=False, engine="c", low_memory=False,
+        )
+    except pd.errors.ParserError:
+        frame = _read_ragged(region)
+    except pd.errors.EmptyDataError:
+        raise InputError("the table has a header but no rows", path=path, line=table.header_line + 1) from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    return frame, units
+
+
+def _csv_rows(text: str) -> list[list[str]]:
+    import csv
+
+    return list(csv.reader(io.StringIO(text)))
+
+
+def _read_ragged(region: str) -> pd.DataFrame:
+    """Slow path for malformed tables: repair rows with unquoted names that contain commas."""
+    rows = _csv_rows(region)
+    header = [h.strip() for h in rows[0]]
+    width = len(header)
+    name_col = next((i for i, h in enumerate(header) if h in ("Name", "Kernel Name", "Kernel")), width - 1)
+    fixed = []
+    for row in rows[1:]:
+        extra = len(row) - width
+        if extra > 0:
+            # the name is the field that was split: glue it back with the commas it lost
+            row = row[:name_col] + [",".join(row[name_col:name_col + extra + 1])] + row[name_col + extra + 1:]
+        elif extra < 0:
+            row = row + [""] * (-extra)
+        fixed.append(row)
+    frame = pd.DataFrame(fixed, columns=header, dtype=object)
+    return frame.replace({"": np.nan})
+
+
+# ---- numbers -------------------------------------------------------------------
+
+MISSING_TOKENS = ("n/a", "na", "nan", "-", "--", "none", "null", "")
+
+_COMMA_GROUPED = r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d*)?(?:[eE][-+]?\d+)?"
+_DOT_GROUPED = r"[-+]?\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?|[-+]?\d{1,3}(?:\.\d{3})+,\d+"
+_SPACE_GROUPED = r"[-+]?\d{1,3}(?:[ \u00a0\u202f']\d{3})+(?:[.,]\d+)?"
+_COMMA_DECIMAL = r"[-+]?\d+,\d+"
+
+
+def parse_numbers(values: pd.Series) -> pd.Series:
+    """Profiler number strings -> float64; missing and n/a -> NaN (never 0).
+
+    Accepts thousands separators as ncu prints them in different locales:
+    ``"12,532,580,352"`` and ``"795,373,665.48"`` (comma grouping),
+    ``"1.234.567"`` and ``"1.234,5"`` (dot grouping; a single dot as in
+    ``"1.234"`` stays a decimal point), ``"1 234"`` and a lone decimal comma
+    ``"12,5"``. Plain numbers take the fast path; only the rest see a regex.
+    """
+    if values.dtype.kind in "fiub":
+        return values.astype("float64")
+    text = values.astype(object)
+    out = pd.to_numeric(text, errors="coerce").astype("float64")
+    pending = out.isna() & text.notna()
+    if not pending.any():
+        return out
+    rest = text[pending].astype(str).str.strip()
+    fixed = pd.Series(np.nan, index=rest.index, dtype="float64")
+    rules = (
+        (_COMMA_GROUPED, lambda s: s.str.replace(",", "", regex=False)),
+        (_DOT_GROUPED, lambda s: s.str.replace(".", "", regex=False).str.replace(",", ".", regex=False)),
+        (_SPACE_GROUPED, lambda s: s.str.replace(r"[ \u00a0\u202f']", "", regex=True).str.replace(",", ".", regex=False)),
+        (_COMMA_DECIMAL, lambda s: s.str.replace(",", ".", regex=False)),
+    )
+    for pattern, clean in rules:
+        hit = rest.str.fullmatch(pattern) & fixed.isna()
+        if hit.any():
+            fixed[hit] = pd.to_numeric(clean(rest[hit]), errors="coerce")
+    out[pending] = fixed
+    return out
+
+
+def unparsed(values: pd.Series, numbers: pd.Series) -> pd.Series:
+    """Mask of values that are present, not an n/a token, and still not a number."""
+    text = values.astype(object)
+    present = text.notna() & ~text.astype(str).str.strip().str.lower().isin(MISSING_TOKENS)
+    return present & numbers.isna()
+
+
+_VALUE_UNIT = re.compile(
+    r"^\s*(?P<num>[-+]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-z%/]+(?:/[A-Za-z]+)?)?\s*$"
+)
+_LEVEL = re.compile(r"^\s*[A-Za-z][A-Za-z ]*\((?P<num>[-+]?\d+(?:\.\d+)?)\)\s*$")
+
+
+def split_value_unit(values: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """nvprof metric values with their unit in the text -> (number string, unit string).
+
+    ``"126.024706GB/s"`` -> ("126.024706", "GB/s"); ``"100.000000%"`` ->
+    ("100.000000", "%"); utilisation levels ``"Low (2)"`` -> ("2", "").
+    Anything else -> (original text, "") so the caller can report it.
+    """
+    text = values.astype(object).fillna("").astype(str)
+    parts = text.str.extract(_VALUE_UNIT)
+    level = text.str.extract(_LEVEL)["num"]
+    number = parts["num"].fillna(level).where(parts["num"].notna() | level.notna(), text)
+    unit = parts["unit"].fillna("")
+    return number, unit
+
+
+_TUPLE3 = re.compile(r"^\s*\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)\s*$")
+
+
+def tuple_product(values: pd.Series) -> pd.Series:
+    """``"(16, 8, 1)"`` -> 128.0; plain numbers pass through; anything else NaN."""
+    text = values.astype(object).fillna("").astype(str)
+    dims = text.str.extract(_TUPLE3).astype("float64")
+    product = dims[0] * dims[1] * dims[2]
+    return product.fillna(parse_numbers(values.where(~text.str.contains("(", regex=False))))
+
+
+# ---- device names in surrounding text -----------------------------------------
+
+_GPU_NAME = re.compile(
+    r"^(?:[^\n:]*:\s*)?(?P<name>(?:NVIDIA\s+)?(?:Tesla|GeForce|Quadro|TITAN|Titan|RTX|NVIDIA)\s+[A-Za-z0-9][\w\-]*(?:[ \-][\w\-]+){0,3})\s*$",
+    re.M,
+)
+
+
+def gpu_name_in(text: str) -> str | None:
+    """A GPU name the application printed on a line of its own (e.g. "Name: Tesla V100-SXM2-16GB")."""
+    for line in text.splitlines():
+        if line.startswith("=="):
+            continue
+        match = _GPU_NAME.match(line.strip())
+        if match:
+            return match.group("name").strip()
+    return None

@@ -1,0 +1,120 @@
+"""Unit conversion as data: every unit string the profilers print -> factor to a base unit.
+
+Base units: ``ns`` (time), ``Hz`` (frequency), ``bytes`` (sizes), ``bytes/s``
+(throughput), ``count`` (instructions, cycles, sectors, launches, ratios of
+counts), ``fraction`` (percentages become 0..1).
+
+Nsight Compute scales with SI prefixes (``Kbyte`` = 1000 bytes); nvprof prints
+sizes in ``KB``/``MB``/``GB`` meaning 1024-based units (its trace "Static
+SMem" of 8 KB is 8192 bytes) but throughputs (``GB/s``) in 1000-based units,
+as its documentation and the DRAM-transaction cross-check in the magus files
+show. Conversion is vectorised: one lookup of the factor per distinct unit
+string, then one multiplication per column (``convert``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pandas is imported lazily by the callers' hot paths
+    import pandas as pd
+
+_K, _M, _G, _T = 1e3, 1e6, 1e9, 1e12
+_KI, _MI, _GI, _TI = 1024.0, 1024.0**2, 1024.0**3, 1024.0**4
+
+# unit string as printed -> (factor to base unit, base unit)
+UNITS: dict[str, tuple[float, str]] = {
+    # no unit: the value is already a plain number
+    "": (1.0, "count"),
+    # time
+    "ps": (1e-3, "ns"), "psecond": (1e-3, "ns"),
+    "ns": (1.0, "ns"), "nsecond": (1.0, "ns"),
+    "us": (1e3, "ns"), "usecond": (1e3, "ns"),
+    "ms": (1e6, "ns"), "msecond": (1e6, "ns"),
+    "s": (1e9, "ns"), "second": (1e9, "ns"), "sec": (1e9, "ns"),
+    # frequency
+    "hz": (1.0, "Hz"), "Hz": (1.0, "Hz"), "cycle/second": (1.0, "Hz"), "cycle/s": (1.0, "Hz"),
+    "Khz": (_K, "Hz"), "KHz": (_K, "Hz"), "kHz": (_K, "Hz"), "cycle/msecond": (_K, "Hz"),
+    "Mhz": (_M, "Hz"), "MHz": (_M, "Hz"), "cycle/usecond": (_M, "Hz"),
+    "Ghz": (_G, "Hz"), "GHz": (_G, "Hz"), "cycle/nsecond": (_G, "Hz"),
+    # sizes, Nsight Compute (SI prefixes)
+    "byte": (1.0, "bytes"), "bytes": (1.0, "bytes"),
+    "Kbyte": (_K, "bytes"), "Mbyte": (_M, "bytes"), "Gbyte": (_G, "bytes"), "Tbyte": (_T, "bytes"),
+    "KiB": (_KI, "bytes"), "MiB": (_MI, "bytes"), "GiB": (_GI, "bytes"), "TiB": (_TI, "bytes"),
+    "byte/block": (1.0, "bytes"), "Kbyte/block": (_K, "bytes"), "Mbyte/block": (_M, "bytes"),
+    # sizes, nvprof (1024-based)
+    "B": (1.0, "bytes"), "KB": (_KI, "bytes"), "MB": (_MI, "bytes"), "GB": (_GI, "bytes"), "TB": (_TI, "bytes"),
+    # throughput
+    "byte/second": (1.0, "bytes/s"), "byte/s": (1.0, "bytes/s"),
+    "Kbyte/second": (_K, "bytes/s"), "Kbyte/s": (_K, "bytes/s"),
+    "Mbyte/second": (_M, "bytes/s"), "Mbyte/s": (_M, "bytes/s"),
+    "Gbyte/second": (_G, "bytes/s"), "Gbyte/s": (_G, "bytes/s"),
+    "Tbyte/second": (_T, "bytes/s"), "Tbyte/s": (_T, "bytes/s"),
+    "B/s": (1.0, "bytes/s"), "KB/s": (_K, "bytes/s"), "MB/s": (_M, "bytes/s"),
+    "GB/s": (_G, "bytes/s"), "TB/s": (_T, "bytes/s"),
+    # percentages
+    "%": (0.01, "fraction"), "pct": (0.01, "fraction"),
+    # counts (any counted thing, possibly SI-scaled, and ratios of counts)
+    "inst": (1.0, "count"), "Kinst": (_K, "count"), "Minst": (_M, "count"), "Ginst": (_G, "count"),
+    "cycle": (1.0, "count"), "Kcycle": (_K, "count"), "Mcycle": (_M, "count"), "Gcycle": (_G, "count"),
+    "sector": (1.0, "count"), "Ksector": (_K, "count"), "Msector": (_M, "count"), "Gsector": (_G, "count"),
+    "request": (1.0, "count"), "Krequest": (_K, "count"), "Mrequest": (_M, "count"),
+    "warp": (1.0, "count"), "block": (1.0, "count"), "thread": (1.0, "count"), "Kthread": (_K, "count"),
+    "Mthread": (_M, "count"), "cluster": (1.0, "count"), "SM": (1.0, "count"), "pass": (1.0, "count"),
+    "register/thread": (1.0, "count"), "inst/cycle": (1.0, "count"), "inst/warp": (1.0, "count"),
+    "warp/cycle": (1.0, "count"), "sector/request": (1.0, "count"), "byte/request": (1.0, "count"),
+    "byte/sector": (1.0, "count"), "cycle/inst": (1.0, "count"), "cycle/request": (1.0, "count"),
+    "block/SM": (1.0, "count"), "warp/SM": (1.0, "count"), "request/cycle": (1.0, "count"),
+    "sector/cycle": (1.0, "count"), "byte/cycle": (1.0, "count"), "inst/second": (1.0, "count"),
+    "Kinst/second": (_K, "count"), "Minst/second": (_M, "count"), "Ginst/second": (_G, "count"),
+    "Tinst/second": (_T, "count"),
+}
+
+# base unit -> canonical columns' unit names (columns.py writes "bytes", "cycles", ...)
+BASE_UNITS: tuple[str, ...] = ("ns", "Hz", "bytes", "bytes/s", "count", "fraction")
+
+_LOWER: dict[str, tuple[float, str]] = {}
+_AMBIGUOUS: set[str] = set()
+for _key, _value in UNITS.items():
+    # case-insensitive fallback, only where the lower-cased spelling means one thing
+    _low = _key.lower()
+    if _low in _LOWER and _LOWER[_low] != _value:
+        _AMBIGUOUS.add(_low)
+    _LOWER.setdefault(_low, _value)
+
+
+def lookup(unit: str) -> tuple[float, str] | None:
+    """Factor and base unit of one unit string, or None when the unit is unknown."""
+    text = unit.strip()
+    if text in UNITS:
+        return UNITS[text]
+    low = text.lower()
+    if low in _AMBIGUOUS:
+        return None
+    return _LOWER.get(low)
+
+
+def convert(values: "pd.Series", units: "pd.Series") -> tuple["pd.Series", "pd.Series", set[str]]:
+    """Convert numbers to base units, each by its own row's unit.
+
+    Returns the converted values, the base unit of every row and the set of
+    unit strings that are not in the table (those values are left as they were,
+    with base unit "?"). One lookup per distinct unit string, no loop per value.
+    """
+    import numpy as np
+
+    distinct = units.fillna("").astype(str).unique()
+    factors: dict[str, float] = {}
+    bases: dict[str, str] = {}
+    unknown: set[str] = set()
+    for unit in distinct:
+        found = lookup(unit)
+        if found is None:
+            unknown.add(unit)
+            factors[unit], bases[unit] = 1.0, "?"
+        else:
+            factors[unit], bases[unit] = found
+    keys = units.fillna("").astype(str)
+    factor = keys.map(factors).astype(float).to_numpy()
+    converted = values.astype(float) * np.where(np.isnan(factor), 1.0, factor)
+    return converted, keys.map(bases), unknown
