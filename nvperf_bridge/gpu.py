@@ -12,6 +12,7 @@ default, and reports say so (status ``default``: calibrate before trusting).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -30,6 +31,7 @@ PROFILE_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "id": ((str,), True),
     "name": ((str,), True),
     "match": ((list,), True),
+    "match_exclude": ((list,), False),
     "compute_capability": ((str,), True),
     "sm_count": ((int,), True),
     "cores_per_sm": ((int,), True),
@@ -64,6 +66,18 @@ PROFILE_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
 }
 
 CONSTANT_STATUSES = ("paper", "measured", "calibrated", "default", "datasheet")
+
+# Required hardware facts: each needs an entry in ``sources`` saying where it comes from.
+SOURCED_FIELDS: tuple[str, ...] = (
+    "compute_capability", "sm_count", "cores_per_sm", "max_warps_per_sm", "max_blocks_per_sm",
+    "registers_per_sm", "shared_mem_per_sm_bytes", "sm_clock_mhz", "memory_bandwidth_gb_per_s",
+)
+# Fields that describe the file itself rather than the hardware: they need no source.
+_UNSOURCED_FIELDS = frozenset({"schema_version", "id", "name", "match", "match_exclude", "sources", "notes",
+                               "models", "calibration"})
+
+_ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_CC_RE = re.compile(r"^[0-9]+\.[0-9]+$")
 
 
 @dataclass(frozen=True)
@@ -204,15 +218,32 @@ def profile_from_mapping(data: Any, path: str = "<profile>") -> GpuProfile:
     if data["schema_version"] != SCHEMA_VERSION:
         raise ProfileError(f"unsupported schema_version {data['schema_version']} (this tool reads {SCHEMA_VERSION})",
                            path=path, key="schema_version")
-    if not all(isinstance(m, str) and m for m in data["match"]):
-        raise ProfileError("match must be a list of non-empty strings", path=path, key="match")
+    if not _ID_RE.match(data["id"]):
+        raise ProfileError(f"id must be lowercase-kebab (letters, digits, '-'), got {data['id']!r}", path=path, key="id")
+    if not _CC_RE.match(data["compute_capability"]):
+        raise ProfileError(f"compute_capability must look like \"8.6\", got {data['compute_capability']!r}",
+                           path=path, key="compute_capability")
+    for list_key in ("match", "match_exclude"):
+        values = data.get(list_key, [])
+        if not all(isinstance(m, str) and _normalise(m) for m in values):
+            raise ProfileError("must be a list of non-empty strings", path=path, key=list_key)
+    if not data["match"]:
+        raise ProfileError("needs at least one device-name substring", path=path, key="match")
     for key in ("sm_count", "cores_per_sm", "max_warps_per_sm", "max_blocks_per_sm", "registers_per_sm",
                 "sm_clock_mhz", "memory_bandwidth_gb_per_s"):
         if data[key] <= 0:
             raise ProfileError(f"must be positive, got {data[key]!r}", path=path, key=key)
     sources = data["sources"]
-    if not all(isinstance(v, str) and v for v in sources.values()):
-        raise ProfileError("every source must be a non-empty string", path=path, key="sources")
+    for name, text in sources.items():
+        if not isinstance(text, str) or not text.strip():
+            raise ProfileError("every source must be a non-empty string", path=path, key=f"sources.{name}")
+        if name not in PROFILE_FIELDS or name in _UNSOURCED_FIELDS:
+            raise ProfileError(f"source for {name!r}, which is not a hardware field of the profile",
+                               path=path, key=f"sources.{name}")
+    for name in SOURCED_FIELDS:
+        if name not in sources:
+            raise ProfileError(f"no source for {name!r}: say where the value comes from (datasheet, whitepaper, "
+                               "programming guide, paper table)", path=path, key=f"sources.{name}")
     constants = _parse_constants(path, data.get("models") or {})
     return GpuProfile(
         id=data["id"], name=data["name"], match=list(data["match"]),
@@ -270,18 +301,46 @@ def resolve_profile(choice: str, extra_dirs: list[Path] | tuple[Path, ...] = ())
 
 
 def _normalise(text: str) -> str:
+    """Lower case, 'NVIDIA' dropped, '-' and '_' as spaces, whitespace collapsed."""
     return " ".join(text.lower().replace("nvidia", " ").replace("-", " ").replace("_", " ").split())
 
 
-def match_device(device: str, profiles: Mapping[str, GpuProfile]) -> GpuProfile | None:
-    """The profile whose longest ``match`` substring occurs in the device name, or None."""
+def _contains_words(haystack: str, needle: str) -> bool:
+    """True when the normalised ``needle`` occurs in ``haystack`` on whole-word boundaries."""
+    return f" {needle} " in f" {haystack} "
+
+
+def match_candidates(device: str, profiles: Mapping[str, GpuProfile]) -> list[tuple[int, GpuProfile]]:
+    """Every profile whose ``match`` occurs in the device name, as (length of its longest hit, profile).
+
+    Matching is case-insensitive on whole words after normalisation ("NVIDIA", "-" and
+    "_" ignored), so "RTX 4090" matches "NVIDIA GeForce RTX 4090" but "L4" does not match
+    "NVIDIA L40S". A profile whose ``match_exclude`` occurs in the name is left out.
+    Sorted best first; ties keep the order of ``profiles``.
+    """
     wanted = _normalise(device)
     if not wanted:
-        return None
-    best: tuple[int, GpuProfile] | None = None
+        return []
+    found: list[tuple[int, GpuProfile]] = []
     for profile in profiles.values():
-        for pattern in profile.match:
-            pat = _normalise(pattern)
-            if pat and pat in wanted and (best is None or len(pat) > best[0]):
-                best = (len(pat), profile)
-    return best[1] if best else None
+        excludes = profile.raw.get("match_exclude", [])
+        if any(_contains_words(wanted, _normalise(x)) for x in excludes):
+            continue
+        hits = [len(pat) for pat in map(_normalise, profile.match) if pat and _contains_words(wanted, pat)]
+        if hits:
+            found.append((max(hits), profile))
+    found.sort(key=lambda item: -item[0])
+    return found
+
+
+def match_device(device: str, profiles: Mapping[str, GpuProfile]) -> GpuProfile | None:
+    """The profile whose longest ``match`` entry occurs (as whole words) in the device name, or None.
+
+    On a tie the profile that comes last in ``profiles`` wins, so user profiles loaded
+    after the shipped ones (``load_profiles(extra_dirs)``) take precedence.
+    """
+    found = match_candidates(device, profiles)
+    if not found:
+        return None
+    best = found[0][0]
+    return [profile for length, profile in found if length == best][-1]
