@@ -34,7 +34,7 @@ class Alias:
 @lru_cache(maxsize=1)
 def aliases() -> dict[str, Alias]:
     """The alias table, keyed by profiler metric name."""
-    with resources.files("nvperf_bridge.data").joinpath("metric_aliases.csv").open("r", encoding="utf-8") as fh:
+    with resources.files("nvperf_bridge").joinpath("data/metric_aliases.csv").open("r", encoding="utf-8") as fh:
         table = pd.read_csv(fh, comment="#", dtype=str, keep_default_na=False)
     out: dict[str, Alias] = {}
     for order, row in enumerate(table.itertuples(index=False)):
@@ -73,7 +73,6 @@ def canonicalize(frame: pd.DataFrame, kinds: dict[str, str], notes: list[str]) -
     after merging files is safe. ``notes`` receives one line per derivation used.
     """
     table = aliases()
-    frame = frame.copy()
     parts: dict[str, pd.Series] = {}
     by_target: dict[str, list[tuple[int, str, Alias]]] = {}
     for col in frame.columns:
@@ -84,27 +83,28 @@ def canonicalize(frame: pd.DataFrame, kinds: dict[str, str], notes: list[str]) -
             continue
         by_target.setdefault(alias.target, []).append((alias.order, col, alias))
     consumed: list[str] = []
+    new: dict[str, pd.Series] = {}  # built apart and joined once: no fragmented frame
     for target, candidates in by_target.items():
         candidates.sort()
         values = None
         for _, col, alias in candidates:
-            series = _numeric_or_text(frame[col], target) * alias.scale if alias.scale != 1 else _numeric_or_text(frame[col], target)
+            series = _numeric_or_text(frame[col], target)
+            if alias.scale != 1:
+                series = series * alias.scale
             values = series if values is None else values.combine_first(series)
         if target.startswith("_"):
             parts[target] = values  # raw columns stay: they have no canonical name
         else:
-            if target in frame.columns:
-                values = frame[target].combine_first(values)
-            frame[target] = values
+            new[target] = frame[target].combine_first(values) if target in frame.columns else values
             consumed.extend(col for _, col, _ in candidates)
-    frame = frame.drop(columns=[c for c in consumed if c not in CANONICAL_COLUMNS])
     for col in frame.columns:
         # parts may also come from an earlier canonicalize call (raw columns kept)
         alias = table.get(col)
         if alias is not None and alias.target.startswith("_") and alias.target not in parts:
             parts[alias.target] = pd.to_numeric(frame[col], errors="coerce")
-    _derive(frame, parts, notes)
-    return frame
+    keep = frame.drop(columns=[c for c in consumed if c not in CANONICAL_COLUMNS] + [c for c in new if c in frame.columns])
+    _derive(keep, new, parts, notes)
+    return pd.concat([keep, pd.DataFrame(new, index=frame.index)], axis=1)
 
 
 def _numeric_or_text(series: pd.Series, target: str) -> pd.Series:
@@ -118,22 +118,25 @@ def _numeric_or_text(series: pd.Series, target: str) -> pd.Series:
     return tuple_product(series)
 
 
-def _get(frame: pd.DataFrame, parts: dict[str, pd.Series], name: str) -> pd.Series | None:
+def _get(frame: pd.DataFrame, new: dict[str, pd.Series], parts: dict[str, pd.Series], name: str) -> pd.Series | None:
     if name in parts:
         return parts[name]
+    if name in new:
+        return pd.to_numeric(new[name], errors="coerce")
     if name in frame.columns:
         return pd.to_numeric(frame[name], errors="coerce")
     return None
 
 
-def _derive(frame: pd.DataFrame, parts: dict[str, pd.Series], notes: list[str]) -> None:
+def _derive(frame: pd.DataFrame, new: dict[str, pd.Series], parts: dict[str, pd.Series], notes: list[str]) -> None:
+    """Fill derived canonical columns into ``new`` (only where still missing)."""
     for target, operation, inputs, note in DERIVATIONS:
         terms = []
         for spec in inputs:
             m = _WEIGHT.match(spec)
             assert m is not None
             terms.append((m.group("name"), float(m.group("w") or 1)))
-        series = [_get(frame, parts, name) for name, _ in terms]
+        series = [_get(frame, new, parts, name) for name, _ in terms]
         if any(s is None for s in series):
             continue
         if operation == "sum" or operation == "weighted":
@@ -144,16 +147,17 @@ def _derive(frame: pd.DataFrame, parts: dict[str, pd.Series], notes: list[str]) 
             denominator = series[1].where(series[1] != 0)
             value = series[0] * terms[0][1] / denominator
         value = pd.Series(value, index=frame.index, dtype="float64")
-        if target in frame.columns:
-            before = pd.to_numeric(frame[target], errors="coerce")
+        current = new.get(target, frame[target] if target in frame.columns else None)
+        if current is not None:
+            before = pd.to_numeric(current, errors="coerce")
             filled = before.isna() & value.notna()
             if not filled.any():
                 continue
-            frame[target] = before.where(~filled, value)
+            new[target] = before.where(~filled, value)
         else:
             if value.isna().all():
                 continue
-            frame[target] = value
+            new[target] = value
         if note and note not in notes:
             notes.append(note)
 
@@ -205,29 +209,28 @@ _MAX_TEMPLATE = 64
 
 def finish(frame: pd.DataFrame) -> pd.DataFrame:
     """Canonical dtypes and column order: identity columns, canonical metrics, raw counters."""
-    if "kernel" not in frame.columns or frame["kernel"].isna().any():
-        short = short_names(frame["kernel_name"])
-        frame["kernel"] = frame["kernel"].combine_first(short) if "kernel" in frame.columns else short
-    if "invocations" not in frame.columns:
-        frame["invocations"] = 1
-    frame["invocations"] = pd.to_numeric(frame["invocations"], errors="coerce").fillna(1).astype("int64")
+    columns: dict[str, pd.Series] = {name: frame[name] for name in frame.columns}
+    short = short_names(frame["kernel_name"])
+    columns["kernel"] = frame["kernel"].combine_first(short) if "kernel" in frame.columns else short
+    invocations = frame["invocations"] if "invocations" in frame.columns else pd.Series(1, index=frame.index)
+    columns["invocations"] = pd.to_numeric(invocations, errors="coerce").fillna(1).astype("int64")
     for name, col in CANONICAL_COLUMNS.items():
-        if name not in frame.columns:
+        if name not in columns or name in ("invocations", "kernel"):
             continue
+        values = columns[name]
         if col.dtype == "str":
-            values = frame[name]
             present = values.notna()
             text = values.astype(object).where(present, None)
             text[present] = values[present].astype(str)
-            frame[name] = text
+            columns[name] = text
         elif name == "source_row":
-            frame[name] = pd.to_numeric(frame[name], errors="coerce").astype("Int64")
-        elif name != "invocations":
-            frame[name] = pd.to_numeric(frame[name], errors="coerce").astype("float64")
-    # a column with nothing in it tells the user nothing
-    empty_raw = [c for c in frame.columns if c not in CANONICAL_COLUMNS and frame[c].isna().all()]
-    frame = frame.drop(columns=empty_raw)
-    identity = [c for c in IDENTITY_COLUMNS if c in frame.columns]
-    canonical = [c for c in CANONICAL_COLUMNS if c in frame.columns and c not in identity]
-    raw = [c for c in frame.columns if c not in CANONICAL_COLUMNS]
-    return frame[identity + canonical + raw].reset_index(drop=True)
+            columns[name] = pd.to_numeric(values, errors="coerce").astype("Int64")
+        else:
+            columns[name] = pd.to_numeric(values, errors="coerce").astype("float64")
+    # a raw column with nothing in it tells the user nothing
+    names = [c for c in columns if c in CANONICAL_COLUMNS or columns[c].notna().any()]
+    identity = [c for c in IDENTITY_COLUMNS if c in names]
+    canonical = [c for c in CANONICAL_COLUMNS if c in names and c not in identity]
+    raw = [c for c in names if c not in CANONICAL_COLUMNS]
+    out = pd.DataFrame({c: columns[c] for c in identity + canonical + raw}, index=frame.index)
+    return out.reset_index(drop=True)

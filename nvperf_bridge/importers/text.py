@@ -113,7 +113,9 @@ def preamble(text: str, start: int) -> str:
     return text[:start]
 
 
-def read_table(text: str, table: Table, path: Path, *, skip_units_row: bool = False) -> tuple[pd.DataFrame, list[str] | None]:
+def read_table(
+    text: str, table: Table, path: Path, *, skip_units_row: bool = False, text_columns: list[str] | None = None
+) -> tuple[pd.DataFrame, list[str] | None]:
     """Read the located table as strings (no type guessing), header from its first line.
 
     Rows shorter than the header (ncu's trailing-comma metric rows) are padded
@@ -121,6 +123,8 @@ def read_table(text: str, table: Table, path: Path, *, skip_units_row: bool = Fa
     hand-converted file leaves a kernel name with commas unquoted, are
     repaired by joining the surplus fields back into the name column. With
     ``skip_units_row`` the line after the header is returned separately.
+    All columns are read as text unless ``text_columns`` names the only text
+    columns; then pandas infers the others (the fast path for wide tables).
     """
     region = table.region(text)
     units: list[str] | None = None
@@ -133,7 +137,8 @@ def read_table(text: str, table: Table, path: Path, *, skip_units_row: bool = Fa
             region = region[:first_nl + 1] + (region[second_nl + 1:] if second_nl >= 0 else "")
     try:
         frame = pd.read_csv(
-            io.StringIO(region), dtype=str, keep_default_na=False, na_values=[""],
+            io.StringIO(region), dtype=str if text_columns is None else {c: str for c in text_columns},
+            keep_default_na=False, na_values=[""],
             skipinitialspace=False, engine="c", low_memory=False,
         )
     except pd.errors.ParserError:

@@ -1,0 +1,134 @@
+"""ncu-details: ``ncu --csv`` (the default "details" page), one metric per row, pivoted to one row per launch.
+
+Handles the four column layouts seen in real files: the old 12 columns with
+"Kernel Time"; 15 columns with rule columns; 20 columns with Block Size,
+Grid Size, Device and CC plus five rule columns; rows of uneven width
+(metric rows end early with a trailing comma). Rule rows (empty metric name,
+prose in "Rule Description") are skipped and counted. Values are converted
+to base units by the unit in their own row (ncu 2025 prints Mbyte in one
+row and byte in the next). A metric name that repeats within a launch
+(ncu 2025 "Memory Throughput" in % and in Gbyte/s) keeps its plain name for
+the first occurrence and gets "name [section]" for the others.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from nvperf_bridge.errors import InputError
+from nvperf_bridge.importers.base import Parsed
+from nvperf_bridge.importers.canonical import canonicalize, finish
+from nvperf_bridge.importers.sniff import Sniffed
+from nvperf_bridge.importers.text import gpu_name_in, parse_numbers, read_table, table_at, tuple_product, unparsed
+from nvperf_bridge.kernelframe import InputFile
+from nvperf_bridge.units import convert
+
+FORMAT = "ncu-details"
+
+# identity columns of the layout -> canonical (or kept raw) name
+IDENTITY = {
+    "ID": "kernel_id",
+    "Kernel Name": "kernel_name",
+    "Device": "device",
+    "CC": "cc",
+    "Process ID": "Process ID",
+    "Process Name": "Process Name",
+    "Context": "Context",
+    "Stream": "Stream",
+    "Kernel Time": "Kernel Time",
+}
+# launch-shape columns of the 20-column layout: "(x, y, z)" -> the raw-page metric of the same meaning
+SHAPE = {"Block Size": "launch__block_size", "Grid Size": "launch__grid_size"}
+_CATEGORICAL = ("Kernel Name", "Section Name", "Metric Name", "Metric Unit", "Process Name", "Device", "CC")
+
+
+def read(path: Path, text: str, found: Sniffed) -> Parsed:
+    """Read an ncu details CSV (any of its layouts) into one canonical row per launch."""
+    table = table_at(text, found.start)
+    raw, _ = read_table(text, table, path)
+    for needed in ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"):
+        if needed not in raw.columns:
+            raise InputError(f"the ncu table has no {needed!r} column", path=path, line=table.header_line + 1)
+    first_data_line = table.header_line + 2
+    raw["_line"] = np.arange(first_data_line, first_data_line + len(raw))
+    info = InputFile(path=str(path), format=FORMAT, kernels=0)
+
+    is_rule = raw["Metric Name"].isna()
+    if is_rule.any():
+        info.skipped.append(f"{int(is_rule.sum())} rule rows (Nsight Compute guidance text, not metrics)")
+        raw = raw.loc[~is_rule]
+    if raw.empty:
+        raise InputError("the ncu table holds no metric rows", path=path, line=table.header_line + 1)
+    bad_id = raw["ID"].isna() | raw["Kernel Name"].isna()
+    if bad_id.any():
+        line = int(raw.loc[bad_id, "_line"].iloc[0])
+        raise InputError("a metric row has no launch ID or kernel name", path=path, line=line,
+                         hint="the table may be cut off or edited by hand")
+
+    # one launch = one (process, ID); ncu numbers launches per process
+    launch_key = raw["ID"].astype(str)
+    if "Process ID" in raw.columns and raw["Process ID"].nunique(dropna=True) > 1:
+        launch_key = raw["Process ID"].astype(str) + ":" + launch_key
+    launch_codes, launch_ids = pd.factorize(launch_key, sort=False)
+
+    metric = raw["Metric Name"].astype(str)
+    repeated = pd.Series(launch_codes, index=raw.index).to_frame("l").assign(m=metric.to_numpy()).duplicated()
+    if repeated.any() and "Section Name" in raw.columns:
+        metric = metric.where(~repeated, metric + " [" + raw["Section Name"].astype(str) + "]")
+    metric_codes, metric_names = pd.factorize(metric, sort=False)
+
+    numbers = parse_numbers(raw["Metric Value"])
+    values, bases, unknown_units = convert(numbers, raw["Metric Unit"])
+    if unknown_units:
+        info.notes.append(f"unknown units kept unconverted: {', '.join(sorted(unknown_units))}")
+    not_numeric = unparsed(raw["Metric Value"], numbers).to_numpy()
+
+    n_launch, n_metric = len(launch_ids), len(metric_names)
+    grid = np.full((n_launch, n_metric), np.nan)
+    grid[launch_codes, metric_codes] = values.to_numpy()
+    wide = pd.DataFrame(grid, columns=list(metric_names))
+    text_metrics = np.unique(metric_codes[not_numeric])
+    for code in text_metrics:
+        # words and tuples ("CachePreferNone", "(16, 8, 1)") stay text under the metric name
+        rows = metric_codes == code
+        column = np.full(n_launch, None, dtype=object)
+        column[launch_codes[rows]] = raw["Metric Value"].to_numpy()[rows]
+        wide[metric_names[code]] = column
+    kinds_by_code = pd.Series(bases.to_numpy()).groupby(metric_codes).first()
+    kinds = {metric_names[c]: k for c, k in kinds_by_code.items()}
+
+    first = raw.groupby(launch_codes, sort=True).head(1) if False else raw.iloc[np.unique(launch_codes, return_index=True)[1]]
+    ident = pd.DataFrame(index=range(n_launch))
+    for column, target in IDENTITY.items():
+        if column in first.columns:
+            ident[target] = first[column].astype(object).to_numpy()
+    ident["kernel_id"] = list(launch_ids)
+    ident["source"] = str(path)
+    ident["source_row"] = first["_line"].to_numpy()
+    for column, target in SHAPE.items():
+        if column in first.columns and target not in wide.columns:
+            wide[target] = tuple_product(first[column]).to_numpy()
+    frame = pd.concat([ident, wide.drop(columns=[c for c in wide.columns if c in ident.columns])], axis=1)
+
+    device_name = gpu_name_in(text[: table.start])
+    if device_name is not None:
+        index = frame["device"].dropna().unique() if "device" in frame.columns else []
+        frame["device"] = device_name
+        info.notes.append(
+            f"device name {device_name!r} taken from the application's output before the table "
+            f"(the table itself gives only device index {', '.join(map(str, index)) or 'none'})"
+        )
+    frame = finish(canonicalize(frame, kinds, info.notes))
+    info.kernels = len(frame)
+    info.device = _single(frame, "device")
+    return Parsed(frame=frame, info=info, per_kernel=False, join="launch", kinds=kinds)
+
+
+def _single(frame: pd.DataFrame, column: str) -> str | None:
+    if column not in frame.columns:
+        return None
+    values = frame[column].dropna().unique()
+    return str(values[0]) if len(values) == 1 else (", ".join(map(str, values)) if len(values) else None)
