@@ -1,0 +1,377 @@
+"""Luo & Suda (2011): execution time from MPD, CPD and four types of calculate period.
+
+Paper: Luo Cheng and Reiji Suda, "An execution time prediction analytical
+model for GPU with instruction-level and thread-level parallelism awareness",
+IPSJ SIG Technical Report 2011-HPC-130 (shared/seeds/004). GPU: GeForce GTX 260.
+
+The model (equation numbers are the paper's)
+---------------------------------------------
+A warp's PTX is a sequence of *calculate periods*: a computation task (cost
+``c_i``) followed by a memory access task (cost ``m_i``). Per SM::
+
+    Warp_bwt = (N_thread * D_mem) / (N_trans * t_mem)                        (1)
+    MPD      = min{N_act, floor(GPU_bwt / (N_act * N_sm * Warp_bwt))}          (2)
+    CPD1     = (c - P) * (N_act - b) + a                                       (3)
+    CPD2     = (n / (m - 1)) * sqrt((m - 1)^2 - (N_act - m)^2) + a             (4)
+    n        = d * (P - c)^2                                                   (5)
+    CPD      = min{CPD1, CPD2}
+    type 1 (c_{i-1} >= m_{i-1}, c_i >= m_i): T_i = ceil(N_act c_i / CPD)        (6)
+    type 2 (c_{i-1} >= m_{i-1}, c_i <  m_i): T_i = ceil(N_act c_i / CPD) + T_c  (7)
+                                             T_c = max{m_i - (N_act - 1) c_i, 0} (8)
+    type 3 (c_{i-1} <  m_{i-1}, c_i >= m_i): T_i = ceil(N_act c_i / CPD) + T_p  (9)
+             T_p = max{m_{i-1} floor(N_act / MPD - 1) - (N_act - 1) c_i, 0}     (10)
+    type 4 (c_{i-1} <  m_{i-1}, c_i <  m_i): T_i = ceil(N_act c_i / CPD) + T_p + T_c   (11)
+             T_p as (10)                                                        (12)
+             T_c = max{m_i - ((N_act - 1) c_i + T_p), 0}                       (13)
+
+and the kernel time is the sum of its periods. ``period_times`` below is
+(6)-(13) as a pure, vectorised function of (c_{i-1}, m_{i-1}, c_i, m_i,
+N_act, MPD, CPD); the tests check each type against a hand computation.
+
+Inputs: canonical KernelFrame columns -> paper symbols
+------------------------------------------------------
+The paper reads a PTX trace with Ocelot; profiler counters give totals, so
+the kernel is modelled as ``K`` identical calculate periods per warp (the
+average period). Per-warp counts are warp-level totals / total warps
+(``nvperf_bridge.launch.per_thread``), which is the paper's per-thread PTX
+count (a warp executes each instruction once for its 32 threads).
+
+- ``inst_global_ld + inst_global_st`` (ncu ``smsp__inst_executed_op_global_ld/st.sum``,
+  nvprof ``gld_request``/``gst_request``) -> memory access instructions per
+  warp; ``K = that / mem_insts_per_task`` calculate periods (option, default
+  1: one memory instruction per memory access task). With ``K < 1`` one period.
+- ``inst_executed`` (``smsp__inst_executed.sum``) minus the global and shared
+  memory instructions -> computation instructions per warp.
+- ``inst_shared_ld + inst_shared_st`` (optional) -> shared-memory instructions,
+  counted as computation (they do not use device bandwidth, which is what
+  MPD models), at cost ``cost_shared``.
+- Instruction cost table (Table 1, GPU clocks) as model constants:
+  ``t_mem`` (Table 1 "ld/st 200"), ``cost_comp`` (Table 1 add/sub with
+  register operands, int and float: 65), ``cost_shared`` (no Table 1 entry;
+  defaults to the register add). The full Table 1 is kept as data in
+  ``TABLE_1_CYCLES``; counters do not say which opcode ran, so the model
+  charges every computation instruction ``cost_comp``.
+- ``P`` (computation instruction proportion, Section 3.4) = computation cost
+  / (computation cost + memory cost), costs from that table, per warp.
+- ``c_i`` = computation cost per warp / K; ``m_i`` = (memory instructions
+  per period) x ``N_trans`` x ``t_mem`` -- each of the ``N_trans``
+  transactions costs ``t_mem``, which is what (1) says: a warp moves
+  ``N_thread * D_mem`` bytes in ``N_trans * t_mem`` cycles.
+- ``N_trans`` = (``global_ld_sectors + global_st_sectors``) / memory
+  instructions / ``sectors_per_transaction`` (option, default 1). nvprof's
+  ``gld_transactions`` on compute 1.x are the paper's transactions; on
+  sector GPUs a transaction is a 32-byte sector (a coalesced warp of 4-byte
+  words is 4): set ``sectors_per_transaction: 4`` to count 128-byte lines.
+- ``D_mem`` = bytes per thread per access (option, default 4: the paper's
+  float benchmarks). ``N_thread`` = the profile's ``warp_size``.
+- ``N_act`` = active warps per SM = achieved_occupancy x ``max_warps_per_sm``
+  (``launch.active_warps_per_sm``: theoretical occupancy, then the launch's
+  resource limit when achieved occupancy was not collected; the column
+  ``N_act_source`` says which).
+- ``N_sm`` = active SMs = min(``sm_count``, grid_blocks); ``GPU_bwt`` =
+  ``memory_bandwidth_gb_per_s`` / ``sm_clock_mhz`` in bytes per SM-clock
+  (``t_mem`` and Table 1 are in GPU clocks). ``m`` of (4) = ``max_warps_per_sm``.
+- a, b, c, d (Section 3.4, GTX 260: 3, 11, 0.5, 80) are model constants.
+- Kernel time = #Rep x (T_first + (K - 1) T_steady) cycles, #Rep =
+  ``launch.repetitions`` (rounds of resident blocks); the first period has no
+  previous memory task (type 1 or 2), the steady periods repeat the same
+  (c, m), so they are type 1 or 4. ns = cycles / ``sm_clock_mhz``.
+
+The paper assumes every global access goes to DRAM; so does this model: its
+memory inputs are global *requests and transactions*, L1/L2 hits included
+(``memory_source`` says so in the output).
+
+Deviations from the printed equations (each documented in docs/models/luo-suda.md)
+----------------------------------------------------------------------------------
+- (8) prints ``(n - 1) c_i``; ``n`` there is the number of warps, N_act, as in (13).
+- (13) prints ``max{...}`` with one argument; read as ``max{..., 0}`` like (8), (10).
+- (3) has a negative slope when P > c, so min{CPD1, CPD2} goes to zero and
+  below as N_act grows past b; the text motivates (4) for "computation
+  instruction proportion high enough", and at P = c both equal ``a``. So CPD =
+  min{CPD1, CPD2} for P <= c and CPD2 for P > c.
+- CPD is floored at ``cpd_min`` (option, default 1: one warp's computation at
+  its Table 1 cost, no overlap), since (3) is zero or negative for few warps
+  at low P. Set ``cpd_min`` lower to see the printed values.
+- MPD is floored at 1 (one warp can always access memory; (2) floors to 0
+  when the bandwidth share is below one warp's). With option
+  ``mpd_form: per-sm``, (2) is evaluated without the ``N_act`` factor in the
+  denominator, MPD = min{N_act, floor(GPU_bwt / (N_sm Warp_bwt))}: the number
+  of warps per SM whose concurrent accesses fit the SM's share of the
+  bandwidth (the printed form makes MPD *fall* as warps are added, which caps
+  a saturated kernel far below the device bandwidth). Default: as printed.
+
+Options (``options`` mapping; any constant name may also be given to override it)
+-------------------------------------------------------------------------------
+``D_mem`` (float, 4.0), ``mem_insts_per_task`` (float, 1.0),
+``sectors_per_transaction`` (float, 1.0), ``mpd_form`` ("printed" | "per-sm"),
+``cpd_min`` (float > 0, 1.0).
+
+Outputs
+-------
+``predicted_ns``, ``predicted_cycles``, ``bottleneck``, ``state`` (the steady
+period's type), ``error``, and details: ``N_act``, ``N_act_source``, ``N_sm``,
+``N_trans``, ``D_mem``, ``Warp_bwt``, ``GPU_bwt`` (bytes/cycle), ``MPD``, ``P``,
+``CPD1``, ``CPD2``, ``CPD``, ``c_i``, ``m_i`` (cycles), ``periods`` (K),
+``T_first``, ``T_steady``, ``T_p``, ``T_c`` (steady period, cycles),
+``period_type`` (steady), ``Rep``, ``memory_source``.
+
+Bottleneck: no stall in the steady period (T_p + T_c = 0: computation covers
+memory) -> ``compute``; a stall with MPD < N_act (bandwidth caps concurrent
+accesses, (2)) -> ``memory-bandwidth``; a stall with MPD = N_act (every warp
+accesses at once, yet (N_act - 1) c_i does not cover m_i) -> ``parallelism``
+while more warps would fit on the SM, ``memory-latency`` at the warp limit.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from nvperf_bridge.columns import describe_missing
+from nvperf_bridge.gpu import GpuProfile
+from nvperf_bridge.hookspecs import hookimpl
+from nvperf_bridge.launch import active_sms, active_warps_per_sm, per_thread, repetitions, total_warps
+from nvperf_bridge.model import ConstantSpec, Requirements, column_or_nan, constant_values, empty_result, missing_inputs
+
+# Table 1 of the paper: time cost of PTX instructions on the GTX 260, GPU clocks,
+# by operand kind (int_const, int_reg, float_const, float_reg). Kept as data: the
+# counters cannot tell opcodes apart, so only ld/st (t_mem) and add/sub with
+# register operands (cost_comp) feed the defaults; the rest documents the source.
+TABLE_1_CYCLES: dict[str, tuple[float, float, float, float]] = {
+    "add": (22, 65, 22, 65),
+    "sub": (22, 65, 22, 65),
+    "mul": (44, 136, 22, 65),
+    "div": (728, 753, 748, 783),
+    "neg": (22, 22, 17, 17),
+    "min": (62, 62, 62, 62),
+    "max": (62, 62, 62, 62),
+    "and": (64, 64, 64, 64),
+    "or": (62, 62, 62, 62),
+    "xor": (62, 62, 62, 62),
+    "not": (22, 22, 22, 22),
+    "ld/st": (200, 200, 200, 200),
+}
+
+# Instruction classes the counters can tell apart: class -> (cost constant, canonical columns summed).
+INSTRUCTION_CLASSES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("global memory", "t_mem", ("inst_global_ld", "inst_global_st")),
+    ("shared memory", "cost_shared", ("inst_shared_ld", "inst_shared_st")),
+    ("other computation", "cost_comp", ("inst_executed",)),  # minus the two classes above
+)
+
+MPD_FORMS = ("printed", "per-sm")
+
+PERIOD_TYPE_LABELS = {
+    1: "type 1: c >= m (memory hidden by computation)",
+    2: "type 2: c < m in this period only",
+    3: "type 3: c < m in the previous period only",
+    4: "type 4: c < m in this and the previous period",
+}
+
+
+def period_times(
+    c_prev: Any, m_prev: Any, c_i: Any, m_i: Any, N_act: Any, MPD: Any, CPD: Any, has_prev: Any = True,
+) -> dict[str, np.ndarray]:
+    """Time of one calculate period, Eqs. (6)-(13), vectorised over numpy arrays.
+
+    ``has_prev`` False marks a first period (no previous memory task: type 1 or 2).
+    Returns arrays ``T_i``, ``T_p``, ``T_c``, ``compute`` (the ceil term) and
+    ``type`` (1..4), all in the units of c and m (GPU clocks).
+    """
+    c_prev, m_prev, c_i, m_i, N_act, MPD, CPD = (
+        np.asarray(v, dtype="float64") for v in (c_prev, m_prev, c_i, m_i, N_act, MPD, CPD)
+    )
+    has_prev = np.asarray(has_prev, dtype=bool)
+    prev_long = has_prev & (c_prev < m_prev)  # c_{i-1} < m_{i-1}
+    cur_long = c_i < m_i  # c_i < m_i
+    with np.errstate(divide="ignore", invalid="ignore"):
+        compute = np.ceil(N_act * c_i / CPD)  # (6), first term of (7), (9), (11)
+        # (10) = (12): the previous period's accesses finish MPD warps at a time
+        T_p = np.where(prev_long, np.maximum(m_prev * np.floor(N_act / MPD - 1.0) - (N_act - 1.0) * c_i, 0.0), 0.0)
+    T_c = np.where(
+        cur_long,
+        np.where(
+            prev_long,
+            np.maximum(m_i - ((N_act - 1.0) * c_i + T_p), 0.0),  # (13)
+            np.maximum(m_i - (N_act - 1.0) * c_i, 0.0),  # (8), n read as N_act
+        ),
+        0.0,
+    )
+    kind = 1 + cur_long.astype(int) + 2 * prev_long.astype(int)  # 1, 2 (cur), 3 (prev), 4 (both)
+    return {"T_i": compute + T_p + T_c, "T_p": T_p, "T_c": T_c, "compute": compute, "type": kind}
+
+
+def cpd(P: Any, N_act: Any, a: float, b: float, c: float, d: float, m: float, cpd_min: float = 1.0) -> dict[str, np.ndarray]:
+    """CPD1 (3), CPD2 (4)-(5) and the CPD used (min for P <= c, CPD2 for P > c, floored at cpd_min)."""
+    P = np.asarray(P, dtype="float64")
+    N_act = np.asarray(N_act, dtype="float64")
+    cpd1 = (c - P) * (N_act - b) + a  # (3)
+    n = d * (P - c) ** 2  # (5)
+    # (4); the root is real for 1 <= N_act <= 2m - 1, clipped at 0 outside (fewer than one warp)
+    cpd2 = (n / (m - 1.0)) * np.sqrt(np.clip((m - 1.0) ** 2 - (N_act - m) ** 2, 0.0, None)) + a
+    chosen = np.where(P <= c, np.minimum(cpd1, cpd2), cpd2)
+    return {"CPD1": cpd1, "CPD2": cpd2, "CPD_n": n, "CPD": np.maximum(chosen, cpd_min)}
+
+
+def mpd(
+    N_act: Any, N_sm: Any, Warp_bwt: Any, GPU_bwt: float, form: str = "printed",
+) -> np.ndarray:
+    """MPD (2) (or its per-SM reading), floored at 1 warp."""
+    N_act = np.asarray(N_act, dtype="float64")
+    N_sm = np.asarray(N_sm, dtype="float64")
+    Warp_bwt = np.asarray(Warp_bwt, dtype="float64")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if form == "printed":
+            share = np.floor(GPU_bwt / (N_act * N_sm * Warp_bwt))  # (2) as printed
+        else:
+            share = np.floor(GPU_bwt / (N_sm * Warp_bwt))  # (2) without the N_act factor
+    share = np.where(np.isnan(share), np.inf, share)  # Warp_bwt 0 or inf -> no bandwidth limit / handled by caller
+    return np.maximum(np.minimum(N_act, share), 1.0)
+
+
+class LuoSudaModel:
+    """Luo & Suda (2011) MPD/CPD model with the four calculate-period types."""
+
+    id = "luo-suda"
+    version = "1.0.0"
+    description = "Luo-Suda: memory/computation parallel degree (MPD, CPD) and four calculate-period types"
+    paper = (
+        "Luo Cheng, Reiji Suda, An execution time prediction analytical model for GPU with instruction-level "
+        "and thread-level parallelism awareness, IPSJ SIG Technical Report 2011-HPC-130, 2011"
+    )
+    requires = Requirements(
+        required=(
+            "grid_blocks", "block_threads", "inst_executed", "inst_global_ld", "inst_global_st",
+            "global_ld_sectors", "global_st_sectors",
+        ),
+        optional=(
+            "achieved_occupancy", "theoretical_occupancy", "registers_per_thread", "shared_mem_per_block_bytes",
+            "inst_shared_ld", "inst_shared_st",
+        ),
+    )
+    constants = (
+        ConstantSpec("a", 3.0, "warps", (0.01, 64.0), "CPD at N_act = b in (3) and the offset of (4)",
+                     "Luo & Suda 2011, Section 3.4: GTX 260 micro-benchmark, a = 3 (default to calibrate)"),
+        ConstantSpec("b", 11.0, "warps", (0.0, 64.0), "warp count where CPD1 (3) equals a",
+                     "Luo & Suda 2011, Section 3.4: GTX 260, b = 11 (default to calibrate)"),
+        ConstantSpec("c", 0.5, "fraction", (0.01, 1.0), "computation proportion where CPD1's slope changes sign (3), (5)",
+                     "Luo & Suda 2011, Section 3.4: GTX 260, c = 0.5 (default to calibrate)"),
+        ConstantSpec("d", 80.0, "warps", (0.1, 1000.0), "scale of CPD2's height, n = d (P - c)^2 (5)",
+                     "Luo & Suda 2011, Section 3.4: GTX 260, d = 80 (default to calibrate)"),
+        ConstantSpec("t_mem", 200.0, "cycles", (1.0, 5000.0), "cost of one memory transaction (latency of a memory access)",
+                     "Luo & Suda 2011, Table 1: ld/st 200 GPU clocks on the GTX 260 (default to calibrate)"),
+        ConstantSpec("cost_comp", 65.0, "cycles", (1.0, 2000.0), "cost of one computation instruction",
+                     "Luo & Suda 2011, Table 1: add/sub with register operands (int and float) 65 GPU clocks on the "
+                     "GTX 260 (default to calibrate)"),
+        ConstantSpec("cost_shared", 65.0, "cycles", (1.0, 2000.0), "cost of one shared-memory instruction",
+                     "no Table 1 entry; assumed equal to the register add of Table 1 (65 GPU clocks); calibrate"),
+    )
+
+    def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
+        result = empty_result(kernels)
+        k = {name: float(options.get(name, value)) for name, value in constant_values(self, gpu).items()}
+        D_mem = float(options.get("D_mem", 4.0))
+        mem_per_task = float(options.get("mem_insts_per_task", 1.0))
+        sectors_per_transaction = float(options.get("sectors_per_transaction", 1.0))
+        cpd_min = float(options.get("cpd_min", 1.0))
+        form = str(options.get("mpd_form", "printed"))
+        if form not in MPD_FORMS:
+            from nvperf_bridge.errors import UsageError
+
+            raise UsageError(f"luo-suda option mpd_form must be one of {', '.join(MPD_FORMS)}, got {form!r}")
+        if not (D_mem > 0 and mem_per_task > 0 and sectors_per_transaction > 0 and cpd_min > 0):
+            from nvperf_bridge.errors import UsageError
+
+            raise UsageError("luo-suda options D_mem, mem_insts_per_task, sectors_per_transaction and cpd_min must be > 0")
+
+        clock_hz = gpu.sm_clock_hz
+        warps = total_warps(kernels, gpu)
+        # Per-warp (= the paper's per-thread) instruction counts.
+        I_total = per_thread(kernels, gpu, "inst_executed")
+        I_gmem = per_thread(kernels, gpu, "inst_global_ld") + per_thread(kernels, gpu, "inst_global_st")
+        shared = column_or_nan(kernels, "inst_shared_ld").fillna(0.0) + column_or_nan(kernels, "inst_shared_st").fillna(0.0)
+        I_smem = shared / warps
+        I_comp = np.maximum(I_total - I_gmem - I_smem, 0.0)
+
+        cost_c = I_comp * k["cost_comp"] + I_smem * k["cost_shared"]  # computation cost per warp (Table 1)
+        cost_m = I_gmem * k["t_mem"]  # memory cost per warp (Table 1 ld/st)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            P = cost_c / (cost_c + cost_m)  # computation instruction proportion, Section 3.4
+            requests = column_or_nan(kernels, "inst_global_ld") + column_or_nan(kernels, "inst_global_st")
+            sectors = column_or_nan(kernels, "global_ld_sectors") + column_or_nan(kernels, "global_st_sectors")
+            N_trans = (sectors / requests / sectors_per_transaction).where(requests > 0, 0.0)
+
+        # K identical calculate periods per warp (at least one).
+        K = np.maximum(I_gmem / mem_per_task, 1.0)
+        c_i = cost_c / K
+        m_i = (I_gmem / K) * N_trans * k["t_mem"]
+
+        N_act, N_source = active_warps_per_sm(kernels, gpu)
+        N_sm = active_sms(kernels, gpu)
+        GPU_bwt = gpu.memory_bandwidth_bytes_per_s / clock_hz  # bytes per GPU clock
+        with np.errstate(divide="ignore", invalid="ignore"):
+            Warp_bwt = gpu.warp_size * D_mem / (N_trans * k["t_mem"])  # (1)
+        MPD = pd.Series(mpd(N_act, N_sm, Warp_bwt, GPU_bwt, form), index=kernels.index)
+        MPD = MPD.where(N_trans > 0, N_act)  # no global memory traffic: nothing limits concurrency
+        cp = cpd(P, N_act, k["a"], k["b"], k["c"], k["d"], float(gpu.max_warps_per_sm), cpd_min)
+
+        first = period_times(0.0, 0.0, c_i, m_i, N_act, MPD, cp["CPD"], has_prev=False)
+        steady = period_times(c_i, m_i, c_i, m_i, N_act, MPD, cp["CPD"], has_prev=True)
+        T_round = first["T_i"] + (K - 1.0) * steady["T_i"]
+        Rep = repetitions(kernels, gpu)
+        cycles = Rep * T_round
+
+        # ---- errors ---------------------------------------------------------------
+        error = missing_inputs(kernels, self.requires.required)
+        ok = error == ""
+        no_work = ok & ~(I_total > 0)
+        error[no_work] = "inst_executed is zero: no instructions to time"
+        no_n = (error == "") & ~(N_act > 0)
+        error[no_n] = ("no active warps per SM: " + describe_missing(["achieved_occupancy"])
+                       + " and the launch shape gives no resource limit")
+        inconsistent = (error == "") & (requests > 0) & ~(sectors > 0)
+        error[inconsistent] = "global memory requests with zero transactions (global_ld_sectors + global_st_sectors = 0)"
+        bad = (error == "") & ~(np.isfinite(cycles) & (cycles > 0))
+        error[bad] = "Luo-Suda gave no finite positive time for these inputs"
+        good = error == ""
+
+        # ---- labels -----------------------------------------------------------------
+        steady_used = K > 1.0
+        kind = pd.Series(np.where(steady_used, steady["type"], first["type"]), index=kernels.index)
+        T_p = pd.Series(np.where(steady_used, steady["T_p"], first["T_p"]), index=kernels.index)
+        T_c = pd.Series(np.where(steady_used, steady["T_c"], first["T_c"]), index=kernels.index)
+        stall = (T_p + T_c) > 0
+        at_limit = N_act >= gpu.max_warps_per_sm - 1e-9
+        bottleneck = np.select(
+            [~stall, MPD < N_act, ~at_limit],
+            ["compute", "memory-bandwidth", "parallelism"],
+            default="memory-latency",
+        )
+        result["bottleneck"] = np.where(good, bottleneck, "unknown")
+        result["state"] = np.where(good, kind.map(PERIOD_TYPE_LABELS).fillna(""), "")
+        result["predicted_cycles"] = cycles.where(good)
+        result["predicted_ns"] = (cycles / clock_hz * 1e9).where(good)
+        result["error"] = error
+
+        details = {
+            "N_act": N_act, "N_act_source": N_source, "N_sm": N_sm, "N_trans": N_trans, "D_mem": D_mem,
+            "Warp_bwt": Warp_bwt, "GPU_bwt": GPU_bwt, "MPD": MPD, "P": P,
+            "CPD1": cp["CPD1"], "CPD2": cp["CPD2"], "CPD": cp["CPD"], "c_i": c_i, "m_i": m_i, "periods": K,
+            "T_first": first["T_i"], "T_steady": np.where(steady_used, steady["T_i"], np.nan),
+            "T_p": T_p, "T_c": T_c, "period_type": kind.where(good), "Rep": Rep,
+        }
+        for name, values in details.items():
+            result[name] = values if np.isscalar(values) else np.asarray(values)
+        result["memory_source"] = ("global requests and transactions (L1/L2 hits counted as memory accesses, "
+                                   "as the paper assumes)")
+        return result
+
+
+MODEL = LuoSudaModel()
+
+
+@hookimpl
+def register_models(register: Any) -> None:
+    register(MODEL)
