@@ -1,0 +1,352 @@
+"""Kothapalli et al. (HiPC'09): BSP + PRAM + QRQW cost model, Eqs. (1)-(4), MAX and SUM.
+
+K. Kothapalli, R. Mukherjee, M. S. Rehman, S. Patidar, P. J. Narayanan and
+K. Srinathan, "A Performance Prediction Model for the CUDA GPGPU Platform",
+HiPC 2009 (``shared/seeds/001_9ca7435811ed82ee.txt``).
+
+The model costs one thread in cycles, computation N_comp plus memory
+N_memory (Section 3.2), combines them as MAX (latency fully hidden) or SUM
+(not hidden at all) (Section 3.3), and scales the thread to the kernel by the
+blocks each SM runs in sequence, the threads per block, and the SM's
+N_C cores x D-deep pipelines (Eq. 3); time is cycles / clock (Eq. 4).
+
+Where each paper symbol comes from
+----------------------------------
+Per-thread counts are warp-level totals / total warps (``launch.per_thread``;
+total warps = grid_blocks x ceil(block_threads / 32)).
+
+========================  ====================================================
+paper symbol (equation)   source
+========================  ====================================================
+N_comp (Sec. 3.2.1)       computation instructions per thread x
+                          ``comp_cycles_per_inst``; computation instructions
+                          = (``inst_executed`` - global - shared memory
+                          instructions) / total warps. The paper adds each
+                          operation's own cycle count (4 for an add, 16 for
+                          an integer multiply); counters give one count, so
+                          one average cost per instruction is used.
+N_memory (Sec. 3.2.2)     global: (``inst_global_ld`` + ``inst_global_st``) /
+                          total warps accesses, each costing (L + k) / k
+                          cycles with L = ``global_latency`` and k the threads
+                          one transaction serves; shared: (``inst_shared_ld`` +
+                          ``inst_shared_st``) / total warps accesses, each
+                          costing ``shared_latency`` x k' cycles for a k'-way
+                          bank conflict (QRQW, linear contention: 4k).
+k                         N_t x c / r, clipped to [1, ``coalescing_group``],
+                          with r = (``global_ld_sectors`` + ``global_st_sectors``)
+                          / requests and c the profile's
+                          ``coalesced_sectors_per_request`` (4 when absent):
+                          a fully coalesced warp serves the whole coalescing
+                          group per transaction, a fully uncoalesced one (r =
+                          32 c) one thread per transaction, k = 1.
+k' (bank conflicts)       (``shared_ld_wavefronts`` + ``shared_st_wavefronts``)
+                          / shared requests, at least 1
+C(T) (Sec. 3.3)           MAX: max(N_comp, N_memory); SUM: N_comp + N_memory
+C_T(K) (2)                C(T) x option ``max_thread_factor`` (default 1): the
+                          paper takes the costliest thread; counters give the
+                          mean thread, so without the factor C_T(K) is the
+                          mean thread's cost (a lower bound of Eq. 2)
+N_B (3)                   ceil(``grid_blocks`` / ``sm_count``): blocks one SM
+                          runs in sequence (Section 5.2: "at most N_B =
+                          ceil(N / (512 x 30)) blocks are assigned to any
+                          single SM")
+N_w (3)                   ceil(``block_threads`` / 32) (``launch.warps_per_block``)
+N_t (3)                   profile ``warp_size`` (32)
+N_C (3)                   profile ``cores_per_sm``
+D (3)                     constant ``D`` (pipeline depth, 4: Section 2)
+R (4)                     ``sm_clock_hz`` when measured, else the profile's
+                          ``sm_clock_mhz`` (detail ``clock_source``)
+T(P) (1)                  the sum of ``predicted_ns`` over a program's kernels
+                          (left to the reports: one row is one kernel)
+========================  ====================================================
+
+Both thread-cost models are always computed: details ``C_K_max``,
+``C_K_sum``, ``T_max_ns`` and ``T_sum_ns``.
+
+Options (``options`` mapping, all optional)
+-------------------------------------------
+``prediction``: ``max`` (default) or ``sum``: which of the two becomes
+    predicted_ns / predicted_cycles (the paper shows MAX estimates where the
+    two agree, Section 5.2).
+``max_thread_factor``: positive number, default 1: C_T(K) = factor x the mean
+    thread's C(T), for kernels whose costliest thread does more work than the
+    average (Eq. 2; e.g. random sublists in list ranking).
+
+Bottleneck (shared vocabulary)
+------------------------------
+The model has no bandwidth term: a thread's memory cost is latency (global)
+or contention (shared). ``memory-latency`` when N_memory > N_comp,
+``compute`` when N_comp > N_memory, ``balanced`` when the smaller is at least
+90% of the larger. State says which term dominates and where the memory cost
+comes from (global or shared-memory bank conflicts).
+
+Caveats: the paper ignores ``__syncthreads`` (Section 3.1; barriers are
+counted as ordinary instructions here) and atomics (Section 6), and assumes no
+caches (every global access pays L). The coalescing formula (L + k) / k gives
+L + 1 for k = 1 where the paper's text rounds to L ("as high as 500 cycles").
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from nvperf_bridge import launch
+from nvperf_bridge.errors import ModelError
+from nvperf_bridge.gpu import GpuProfile
+from nvperf_bridge.hookspecs import hookimpl
+from nvperf_bridge.model import (
+    ConstantSpec,
+    Requirements,
+    column_or_nan,
+    constant_values,
+    empty_result,
+    missing_inputs,
+)
+
+# Profiles without ``coalesced_sectors_per_request`` are sector GPUs: a warp of
+# 4-byte words needs 4 x 32-byte sectors.
+DEFAULT_COALESCED_SECTORS = 4.0
+PREDICTIONS = ("max", "sum")
+# The two thread costs within this ratio of each other count as balanced.
+BALANCED_RATIO = 0.9
+
+
+def sm_clock(kernels: pd.DataFrame, gpu: GpuProfile) -> tuple[pd.Series, pd.Series]:
+    """R per kernel: the measured ``sm_clock_hz`` when present and positive, else the profile clock."""
+    measured = column_or_nan(kernels, "sm_clock_hz")
+    use_measured = measured > 0
+    hz = measured.where(use_measured, gpu.sm_clock_hz)
+    source = pd.Series(
+        np.where(use_measured, "measured sm_clock_hz", f"profile sm_clock_mhz ({gpu.sm_clock_mhz:g} MHz)"),
+        index=kernels.index,
+        dtype="object",
+    )
+    return hz, source
+
+
+def _options(options: Mapping[str, Any]) -> tuple[str, float]:
+    prediction = str(options.get("prediction", "max")).strip().lower()
+    if prediction not in PREDICTIONS:
+        raise ModelError(
+            f"option prediction must be max or sum, got {options.get('prediction')!r}", model_id=KothapalliModel.id
+        )
+    raw_factor = options.get("max_thread_factor", 1.0)
+    try:
+        factor = float(raw_factor)
+    except (TypeError, ValueError):
+        factor = float("nan")
+    if isinstance(raw_factor, bool) or not np.isfinite(factor) or factor <= 0:
+        raise ModelError(
+            f"option max_thread_factor must be a positive number, got {raw_factor!r}", model_id=KothapalliModel.id
+        )
+    return prediction, factor
+
+
+class KothapalliModel:
+    """The HiPC'09 MAX/SUM model; see the module docstring for inputs, options and rules."""
+
+    id = "kothapalli"
+    version = "1.0.0"
+    description = (
+        "Per-thread compute and memory cycles (coalescing (L+k)/k, shared-memory bank conflicts 4k), "
+        "combined as MAX or SUM, scaled by blocks per SM, threads per block and cores x pipeline depth."
+    )
+    paper = (
+        "K. Kothapalli, R. Mukherjee, M. S. Rehman, S. Patidar, P. J. Narayanan, K. Srinathan, "
+        "A Performance Prediction Model for the CUDA GPGPU Platform, HiPC 2009, Eqs. (1)-(4)"
+    )
+    requires = Requirements(
+        required=(
+            "grid_blocks",
+            "block_threads",
+            "inst_executed",
+            "inst_global_ld",
+            "inst_global_st",
+            "inst_shared_ld",
+            "inst_shared_st",
+        ),
+        optional=(
+            "global_ld_sectors",  # needed when there are global loads
+            "global_st_sectors",  # needed when there are global stores
+            "shared_ld_wavefronts",  # needed when there are shared loads
+            "shared_st_wavefronts",  # needed when there are shared stores
+            "sm_clock_hz",
+        ),
+    )
+    constants = (
+        ConstantSpec(
+            "global_latency", 500.0, "cycles", (1.0, 5000.0),
+            "L: cycles of one global memory transaction (Section 3.2.2)",
+            "Kothapalli et al. HiPC'09 Section 3.2.2: '400-600 cycles [CUDA guide] ... we take the average "
+            "value of 500 cycles'; a default to calibrate on other GPUs",
+        ),
+        ConstantSpec(
+            "shared_latency", 4.0, "cycles", (0.1, 1000.0),
+            "cycles of one conflict-free shared memory access; k-way conflict costs k times this",
+            "Kothapalli et al. HiPC'09 Section 3.2.2: 'about 4 cycles per access ... k threads in contention, "
+            "the access cost is 4k cycles'",
+        ),
+        ConstantSpec(
+            "comp_cycles_per_inst", 4.0, "cycles", (0.01, 1000.0),
+            "average cycles of one computation instruction of a thread (N_comp)",
+            "Kothapalli et al. HiPC'09 Section 3.2.1: '4 cycles for a simple addition' (16 for an integer "
+            "multiply); a default to calibrate",
+        ),
+        ConstantSpec(
+            "D", 4.0, "stages", (1.0, 64.0),
+            "pipeline depth of one core: D threads in flight per core (Eq. 3)",
+            "Kothapalli et al. HiPC'09 Section 2: 'Each core comes with a 4 stage pipeline'",
+        ),
+        ConstantSpec(
+            "coalescing_group", 16.0, "threads", (1.0, 64.0),
+            "most threads one global transaction can serve (the largest k)",
+            "Kothapalli et al. HiPC'09 Section 3.2.2: coalescing over a half-warp (16 threads), 'up to a factor "
+            "of 16'; 32 (a whole warp) on compute >= 2.0",
+        ),
+    )
+
+    def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
+        """Predict every kernel with Eqs. (2)-(4) under both MAX and SUM; vectorised over the frame."""
+        prediction, max_thread_factor = _options(options or {})
+        index = kernels.index
+        const = constant_values(self, gpu)
+        c = float(gpu.get("coalesced_sectors_per_request", DEFAULT_COALESCED_SECTORS))
+        N_t = float(gpu.warp_size)
+        N_C = float(gpu.cores_per_sm)
+        D = const["D"]
+        L = const["global_latency"]
+
+        with np.errstate(divide="ignore", invalid="ignore"):
+            total_warps = launch.total_warps(kernels, gpu)
+            blocks = column_or_nan(kernels, "grid_blocks")
+            g_ld = column_or_nan(kernels, "inst_global_ld")
+            g_st = column_or_nan(kernels, "inst_global_st")
+            s_ld = column_or_nan(kernels, "inst_shared_ld")
+            s_st = column_or_nan(kernels, "inst_shared_st")
+
+            # transactions / wavefronts are needed only where there are such accesses
+            g_ld_sectors = column_or_nan(kernels, "global_ld_sectors").where(~(g_ld == 0), 0.0)
+            g_st_sectors = column_or_nan(kernels, "global_st_sectors").where(~(g_st == 0), 0.0)
+            s_ld_wave = column_or_nan(kernels, "shared_ld_wavefronts").where(~(s_ld == 0), 0.0)
+            s_st_wave = column_or_nan(kernels, "shared_st_wavefronts").where(~(s_st == 0), 0.0)
+            needed = {name: column_or_nan(kernels, name) for name in self.requires.required}
+            needed.update(
+                global_ld_sectors=g_ld_sectors, global_st_sectors=g_st_sectors,
+                shared_ld_wavefronts=s_ld_wave, shared_st_wavefronts=s_st_wave,
+            )
+            error = missing_inputs(pd.DataFrame(needed, index=index), list(needed))
+
+            # --- per-thread counts ---
+            global_accesses = (g_ld + g_st) / total_warps
+            shared_accesses = (s_ld + s_st) / total_warps
+            comp_insts = column_or_nan(kernels, "inst_executed") / total_warps - global_accesses - shared_accesses
+
+            # --- N_comp (Section 3.2.1) ---
+            N_comp = comp_insts.clip(lower=0.0) * const["comp_cycles_per_inst"]
+
+            # --- N_memory (Section 3.2.2) ---
+            transactions_per_request = (g_ld_sectors + g_st_sectors) / (g_ld + g_st)
+            k = (N_t * c / transactions_per_request).clip(lower=1.0, upper=const["coalescing_group"])
+            global_cost = (L + k) / k  # cycles per access when one transaction serves k threads
+            N_memory_global = (global_accesses * global_cost).where(global_accesses > 0, 0.0)
+            k_shared = ((s_ld_wave + s_st_wave) / (s_ld + s_st)).clip(lower=1.0)  # QRQW: k-way contention
+            N_memory_shared = (shared_accesses * const["shared_latency"] * k_shared).where(shared_accesses > 0, 0.0)
+            N_memory = N_memory_global + N_memory_shared
+
+            # --- C(T), C_T(K) (Section 3.3, Eq. 2) ---
+            C_T_max = np.maximum(N_comp, N_memory) * max_thread_factor  # MAX model
+            C_T_sum = (N_comp + N_memory) * max_thread_factor  # SUM model
+
+            # --- Eq. (3) and (4) ---
+            N_B = np.ceil(blocks / float(gpu.sm_count))
+            N_w = launch.warps_per_block(kernels, gpu)
+            scale = N_B * N_w * N_t / (N_C * D)
+            C_K_max = scale * C_T_max  # (3)
+            C_K_sum = scale * C_T_sum  # (3)
+            R, clock_source = sm_clock(kernels, gpu)
+            T_max_ns = C_K_max / R * 1e9  # (4)
+            T_sum_ns = C_K_sum / R * 1e9  # (4)
+
+        chosen_cycles = C_K_max if prediction == "max" else C_K_sum
+        chosen_ns = T_max_ns if prediction == "max" else T_sum_ns
+
+        # --- bottleneck and state ---
+        larger = np.maximum(N_comp, N_memory)
+        smaller = np.minimum(N_comp, N_memory)
+        balanced = (larger > 0) & (smaller >= BALANCED_RATIO * larger)
+        memory_bound = ~balanced & (N_memory > N_comp)
+        shared_dominant = N_memory_shared > N_memory_global
+        bottleneck = np.select([balanced, memory_bound], ["balanced", "memory-latency"], default="compute")
+        model_label = "MAX" if prediction == "max" else "SUM"
+        memory_state = np.where(
+            shared_dominant, "N_memory > N_comp (shared-memory bank conflicts)", "N_memory > N_comp (global memory latency)"
+        )
+        state = np.where(balanced, "N_comp ~ N_memory", np.where(memory_bound, memory_state, "N_comp > N_memory"))
+        state = pd.Series(np.char.add(f"{model_label}: ", state.astype(str)), index=index, dtype="object")
+
+        # --- kernels the model cannot handle get a reason ---
+        error = error.copy()
+        no_reason = error == ""
+        checks = [
+            (~(blocks > 0) | ~(column_or_nan(kernels, "block_threads") > 0),
+             "grid_blocks and block_threads must be positive"),
+            (~(column_or_nan(kernels, "inst_executed") > 0), "inst_executed is 0: no instructions to model"),
+            (comp_insts < -1e-9 * (global_accesses + shared_accesses),
+             "global + shared memory instructions exceed inst_executed (inconsistent counters)"),
+            (~np.isfinite(chosen_ns) | ~(chosen_ns > 0), "no finite positive prediction from these counters"),
+        ]
+        for bad, reason in checks:
+            take = no_reason & bad
+            error[take] = reason
+            no_reason &= ~take
+
+        result = empty_result(kernels)
+        ok = error == ""
+        result["predicted_cycles"] = chosen_cycles.where(ok)
+        result["predicted_ns"] = chosen_ns.where(ok)
+        result["bottleneck"] = pd.Series(bottleneck, index=index, dtype="object").where(ok, "unknown")
+        result["state"] = state.where(ok, "")
+        result["error"] = error
+        details: dict[str, Any] = {
+            "prediction": model_label,
+            "T_max_ns": T_max_ns,
+            "T_sum_ns": T_sum_ns,
+            "C_K_max": C_K_max,
+            "C_K_sum": C_K_sum,
+            "C_T_max": C_T_max,
+            "C_T_sum": C_T_sum,
+            "N_comp": N_comp,
+            "N_memory": N_memory,
+            "N_memory_global": N_memory_global,
+            "N_memory_shared": N_memory_shared,
+            "comp_insts": comp_insts,
+            "global_accesses": global_accesses,
+            "shared_accesses": shared_accesses,
+            "transactions_per_request": transactions_per_request,
+            "k": k.where(global_accesses > 0),
+            "global_access_cycles": global_cost.where(global_accesses > 0),
+            "k_shared": k_shared.where(shared_accesses > 0),
+            "max_thread_factor": max_thread_factor,
+            "N_B": N_B,
+            "N_w": N_w,
+            "N_t": N_t,
+            "N_C": N_C,
+            "D": D,
+            "R_hz": R,
+            "clock_source": clock_source,
+        }
+        for name, values in details.items():
+            result[name] = values
+        return result
+
+
+MODEL = KothapalliModel()
+
+
+@hookimpl
+def register_models(register: Any) -> None:
+    """Register the Kothapalli model."""
+    register(MODEL)
