@@ -1,15 +1,205 @@
-"""Combining files: joins for files of one run, concatenation for the rest."""
+"""Combining files into one KernelFrame.
+
+* nvprof metrics + the trace of the same program: joined on the kernel name
+  (correlation suffix already stripped; names compared with and without their
+  parameter lists). Metrics are per-kernel summaries, so the trace is
+  averaged per kernel and gives ``invocations`` (its launch count), the
+  measured duration, launch shape and device.
+* ncu files of one run that each hold other metrics (one metric per file,
+  or a details file beside its metrics subset): joined on launch ID and
+  kernel name.
+* Everything else (different runs, different programs) is concatenated.
+
+A kernel found in only one of two joined files is kept and listed in the
+warnings, never dropped silently.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
+from nvperf_bridge.columns import IDENTITY_COLUMNS
 from nvperf_bridge.importers.base import Parsed
+from nvperf_bridge.importers.canonical import canonicalize, finish, short_names
 from nvperf_bridge.kernelframe import ImportResult
+
+_LAUNCH_KEY = ["kernel_id", "kernel_name"]
+_MIN_OVERLAP = 0.5  # share of the smaller file's launches two ncu files must share to be one run
 
 
 def combine(parsed: list[Parsed]) -> ImportResult:
-    """Concatenate parsed files into one ImportResult (joins come in a later step)."""
-    frames = [p.frame for p in parsed]
+    """Join files of one run, concatenate the rest, and make kernel ids unique."""
+    warnings: list[str] = []
+    frames: list[pd.DataFrame] = []
+    metrics = [p for p in parsed if p.info.format == "nvprof-metrics"]
+    traces = [p for p in parsed if p.info.format == "nvprof-trace"]
+    paired_traces: set[int] = set()
+    for m in metrics:
+        trace = _best_trace(m, traces, paired_traces)
+        if trace is None:
+            frames.append(m.frame)
+            continue
+        paired_traces.add(id(trace))
+        frames.append(_join_metrics_trace(m, trace, warnings))
+    frames.extend(t.frame for t in traces if id(t) not in paired_traces)
+
+    ncu = [p for p in parsed if p.info.format in ("ncu-details", "ncu-raw")]
+    for group in _ncu_groups(ncu):
+        frames.append(group[0].frame if len(group) == 1 else _join_launches(group, warnings))
+    frames.extend(p.frame for p in parsed if p.info.format in ("nvprof-summary", "kernel-yaml"))
+
     kernels = pd.concat(frames, ignore_index=True, sort=False) if frames else pd.DataFrame()
-    return ImportResult(kernels=kernels, inputs=[p.info for p in parsed], warnings=[])
+    kernels = _unique_ids(kernels)
+    kernels = finish(kernels) if not kernels.empty else kernels
+    return ImportResult(kernels=kernels, inputs=[p.info for p in parsed], warnings=warnings)
+
+
+# ---- nvprof metrics + trace ----------------------------------------------------
+
+def _name_keys(frame: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    full = frame["kernel_name"].astype(str).str.replace(r"\s+", "", regex=True)
+    short = short_names(frame["kernel_name"]).astype(str).str.replace(r"\s+", "", regex=True)
+    return full, short
+
+
+def _best_trace(metrics: Parsed, traces: list[Parsed], taken: set[int]) -> Parsed | None:
+    m_full, m_short = _name_keys(metrics.frame)
+    best, best_score = None, 0
+    for trace in traces:
+        if id(trace) in taken:
+            continue
+        t_full, t_short = _name_keys(trace.frame)
+        score = int(m_full.isin(set(t_full)).sum() + m_short.isin(set(t_short)).sum())
+        if score > best_score:
+            best, best_score = trace, score
+    return best
+
+
+def _join_metrics_trace(metrics: Parsed, trace: Parsed, warnings: list[str]) -> pd.DataFrame:
+    t = trace.frame.copy()
+    t["_full"], t["_short"] = _name_keys(t)
+    numeric = [c for c in t.columns if c not in IDENTITY_COLUMNS and pd.api.types.is_numeric_dtype(t[c])]
+    agg = t.groupby("_full", sort=False).agg(
+        **{c: (c, "mean") for c in numeric},
+        _launches=("kernel_name", "size"),
+        _short=("_short", "first"),
+        device=("device", "first") if "device" in t.columns else ("kernel_name", lambda s: None),
+        kernel_name=("kernel_name", "first"),
+        _first_row=("source_row", "min"),
+    ).reset_index()
+    m = metrics.frame.copy()
+    m["_full"], m["_short"] = _name_keys(m)
+    # full name first; else the name without its parameter list, when that is unambiguous
+    by_short = agg.drop_duplicates("_short", keep=False).set_index("_short")
+    match = m["_full"].where(m["_full"].isin(set(agg["_full"])))
+    via_short = match.isna() & m["_short"].isin(set(by_short.index))
+    match[via_short] = by_short.loc[m.loc[via_short, "_short"], "_full"].to_numpy()
+    m["_match"] = match
+    trace_cols = [c for c in agg.columns if c not in ("_short", "kernel_name", "_first_row")]
+    joined = m.merge(agg[trace_cols].rename(columns={"_full": "_match"}), on="_match", how="left", suffixes=("", "_trace"))
+    for col in [c for c in joined.columns if c.endswith("_trace")]:
+        base = col[: -len("_trace")]
+        joined[base] = joined[base].combine_first(joined[col])
+        joined = joined.drop(columns=col)
+    joined["metrics_invocations"] = joined["invocations"]
+    joined["invocations"] = joined["_launches"].combine_first(joined["invocations"])
+    differ = joined["_launches"].notna() & (joined["_launches"] != joined["metrics_invocations"])
+    if differ.any():
+        warnings.append(
+            f"{metrics.info.path}: {int(differ.sum())} kernel(s) have a different launch count in the trace "
+            f"{trace.info.path} than in the metrics Invocations column; invocations uses the trace count"
+        )
+    unmatched_m = joined.loc[joined["_match"].isna(), "kernel"].tolist()
+    if unmatched_m:
+        warnings.append(f"{metrics.info.path}: {len(unmatched_m)} kernel(s) not in the trace {trace.info.path} "
+                        f"(no measured duration): {', '.join(unmatched_m[:5])}")
+    only_trace = agg.loc[~agg["_full"].isin(set(joined["_match"].dropna()))]
+    out = joined.drop(columns=["_full", "_short", "_match", "_launches"])
+    metrics.info.notes.append(f"joined with the trace {trace.info.path} on kernel name; duration and launch "
+                              f"shape are the trace's per-kernel averages")
+    trace.info.notes.append(f"averaged per kernel to join the metrics {metrics.info.path}")
+    if not only_trace.empty:
+        names = short_names(only_trace["kernel_name"]).tolist()
+        warnings.append(f"{trace.info.path}: {len(names)} kernel(s) in the trace but not in the metrics "
+                        f"{metrics.info.path}, kept without counters: {', '.join(names[:5])}")
+        extra = only_trace.rename(columns={"_launches": "invocations", "_first_row": "source_row"})
+        extra = extra.drop(columns=["_full", "_short"])
+        extra["kernel_id"] = extra["kernel_name"]
+        extra["source"] = trace.info.path
+        out = pd.concat([out, extra], ignore_index=True, sort=False)
+    notes: list[str] = []
+    out = canonicalize(out, {**metrics.kinds, **trace.kinds}, notes)
+    metrics.info.notes.extend(n for n in notes if n not in metrics.info.notes)
+    return out
+
+
+# ---- ncu files of one run ------------------------------------------------------
+
+def _keys(p: Parsed) -> set[tuple[str, str]]:
+    return set(zip(p.frame["kernel_id"].astype(str), p.frame["kernel_name"].astype(str)))
+
+
+def _metric_columns(p: Parsed) -> frozenset[str]:
+    return frozenset(c for c in p.frame.columns if c not in IDENTITY_COLUMNS)
+
+
+def _ncu_groups(files: list[Parsed]) -> list[list[Parsed]]:
+    """Files that share most launches but hold different metrics belong to one run."""
+    groups: list[list[Parsed]] = []
+    for p in files:
+        keys = _keys(p)
+        for group in groups:
+            head = group[0]
+            shared = len(keys & _keys(head))
+            if shared >= _MIN_OVERLAP * min(len(keys), len(_keys(head))) and _metric_columns(p) != _metric_columns(head):
+                group.append(p)
+                break
+        else:
+            groups.append([p])
+    return groups
+
+
+def _join_launches(group: list[Parsed], warnings: list[str]) -> pd.DataFrame:
+    out = group[0].frame.copy()
+    out["__left"] = True
+    for other in group[1:]:
+        right = other.frame.copy()
+        right["__right"] = True
+        merged = out.merge(right, on=_LAUNCH_KEY, how="outer", suffixes=("", "_other"), sort=False)
+        for col in [c for c in merged.columns if c.endswith("_other")]:
+            base = col[: -len("_other")]
+            merged[base] = merged[base].combine_first(merged[col])
+            merged = merged.drop(columns=col)
+        only_left = int((merged["__right"].isna()).sum())
+        only_right = int((merged["__left"].isna()).sum())
+        if only_left or only_right:
+            warnings.append(
+                f"{other.info.path}: launch lists differ from {group[0].info.path}: {only_left} launch(es) only in "
+                f"the first, {only_right} only in this file (joined on ID and kernel name; kept with missing values)"
+            )
+        merged["__left"] = True
+        out = merged.drop(columns=["__right"])
+        other.info.notes.append(f"joined with {group[0].info.path} on launch ID and kernel name")
+    out = out.drop(columns=["__left"])
+    kinds: dict[str, str] = {}
+    for p in group:
+        kinds.update(p.kinds)
+    notes: list[str] = []
+    out = canonicalize(out, kinds, notes)
+    group[0].info.notes.extend(n for n in notes if n not in group[0].info.notes)
+    return out
+
+
+def _unique_ids(kernels: pd.DataFrame) -> pd.DataFrame:
+    """Prefix clashing ids with their file name (ncu numbers every file's launches from 0)."""
+    if kernels.empty or not kernels["kernel_id"].duplicated().any():
+        return kernels
+    kernels = kernels.copy()
+    clash = kernels["kernel_id"].duplicated(keep=False)
+    stems = kernels.loc[clash, "source"].map(lambda s: Path(str(s)).name)  # one call per row only where ids clash
+    kernels.loc[clash, "kernel_id"] = stems + ":" + kernels.loc[clash, "kernel_id"].astype(str)
+    if kernels["kernel_id"].duplicated().any():
+        kernels["kernel_id"] = kernels["kernel_id"] + "#" + kernels.groupby("kernel_id").cumcount().astype(str)
+    return kernels

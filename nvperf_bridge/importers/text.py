@@ -272,3 +272,22 @@ def gpu_name_in(text: str) -> str | None:
         if match:
             return match.group("name").strip()
     return None
+
+
+def trailing_note(text: str, table: Table) -> str | None:
+    """A note about what follows the table (a second table, free text), or None when nothing does."""
+    rest = text[table.end:]
+    if not rest.strip():
+        return None
+    first = next(line for line in rest.splitlines() if line.strip())
+    count = sum(1 for line in rest.splitlines() if line.strip())
+    return (f"ignored {count} line{'s' if count != 1 else ''} after the table, from line "
+            f"{line_of(text, table.end + rest.find(first))}: {first.strip()[:60]!r}")
+
+
+_DEVICE_INDEX = re.compile(r"\s*\(\d+\)\s*$")
+
+
+def strip_device_index(values: pd.Series) -> pd.Series:
+    """nvprof's ``"GeForce GTX 1080 Ti (0)"`` -> ``"GeForce GTX 1080 Ti"``."""
+    return values.astype(object).where(values.isna(), values.astype(str).str.replace(_DEVICE_INDEX, "", regex=True))

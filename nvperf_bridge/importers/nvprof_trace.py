@@ -1,0 +1,139 @@
+"""nvprof-trace (``--print-gpu-trace --csv``) and nvprof-summary (``--print-gpu-summary --csv``).
+
+Trace: one row per GPU activity, with a units row after the header whose
+units differ between files (Duration in ms or us, Static SMem in KB or B).
+Kernel names carry a correlation suffix (``"mysgemmNT(...) [1173]"``) that is
+stripped (and used as the launch id when there is no Correlation_ID column).
+Memcpy, memset and Unified Memory rows are not kernels: they are left out
+and counted in the file's ``skipped`` list.
+
+Summary: one row per kernel with Time(%), Time, Calls, Avg, Min, Max, each
+column in its own unit (Avg in us while Max is in ms). ``duration_ns`` is the
+Avg, ``invocations`` the Calls. A second table (Unified Memory) and trailing
+text are ignored with a note.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from nvperf_bridge.errors import InputError
+from nvperf_bridge.importers.base import Parsed, count_reasons
+from nvperf_bridge.importers.canonical import canonicalize, finish
+from nvperf_bridge.importers.sniff import Sniffed
+from nvperf_bridge.importers.text import (
+    parse_numbers, read_table, strip_device_index, table_at, trailing_note, unparsed,
+)
+from nvperf_bridge.kernelframe import InputFile
+from nvperf_bridge.units import lookup
+
+_SUFFIX = re.compile(r"\s\[(\d+)\]\s*$")
+# what a bracketed non-kernel row is, as data: pattern -> reason
+NON_KERNEL = (
+    (r"^\[CUDA memcpy", "memcpy (not a kernel)"),
+    (r"^\[CUDA memset", "memset (not a kernel)"),
+    (r"^\[Unified Memory", "Unified Memory activity (not a kernel)"),
+    (r"^\[", "other GPU activity (not a kernel)"),
+)
+_TEXT_COLUMNS = ("Name", "Device", "Context", "Stream", "SrcMemType", "DstMemType", "Type", "Unified Memory",
+                 "Virtual Address", "Correlation_ID")
+_DEVICE_IN_TEXT = re.compile(r'^"([^"]+?) \(\d+\)",', re.M)
+
+
+def read(path: Path, text: str, found: Sniffed) -> Parsed:
+    """Read an nvprof GPU trace or GPU summary CSV."""
+    table = table_at(text, found.start)
+    raw, units = read_table(text, table, path, skip_units_row=_has_units_row(text, table.start))
+    header_cols = list(raw.columns)
+    unit_of = dict(zip(header_cols, units)) if units else {}
+    first_line = table.header_line + (3 if units else 2)
+    raw["_line"] = np.arange(first_line, first_line + len(raw))
+    fmt = "nvprof-summary" if found.format == "nvprof-summary" else "nvprof-trace"
+    info = InputFile(path=str(path), format=fmt, kernels=0)
+    note = trailing_note(text, table)
+    if note:
+        info.notes.append(note)
+    if "Name" not in raw.columns:
+        raise InputError("the nvprof table has no Name column", path=path, line=table.header_line + 1)
+
+    names = raw["Name"].astype(object)
+    reason = pd.Series(None, index=raw.index, dtype=object)
+    for pattern, why in NON_KERNEL:
+        hit = reason.isna() & names.fillna("").astype(str).str.contains(pattern, regex=True)
+        reason[hit] = why
+    reason[names.isna()] = "row without a name"
+    if "Type" in raw.columns:
+        api = reason.isna() & raw["Type"].fillna("").astype(str).str.contains("API", regex=False)
+        reason[api] = "API call (host side, not a kernel)"
+    skipped = reason.notna()
+    info.skipped.extend(count_reasons(reason[skipped], raw.loc[skipped, "_line"]))
+    kernels = raw.loc[~skipped].copy()
+    if kernels.empty:
+        raise InputError("the nvprof table lists no kernels (only memcpy/memset or other activities)",
+                         path=path, line=table.header_line + 1)
+
+    frame = pd.DataFrame(index=kernels.index)
+    suffix = kernels["Name"].astype(str).str.extract(_SUFFIX)[0]
+    frame["kernel_name"] = kernels["Name"].astype(str).str.replace(_SUFFIX, "", regex=True)
+    if "Correlation_ID" in kernels.columns:
+        frame["kernel_id"] = kernels["Correlation_ID"].astype(object).combine_first(suffix)
+    else:
+        frame["kernel_id"] = suffix
+    frame["kernel_id"] = frame["kernel_id"].combine_first(kernels["_line"].astype(str))
+    frame["source"] = str(path)
+    frame["source_row"] = kernels["_line"]
+    if "Device" in kernels.columns:
+        frame["device"] = strip_device_index(kernels["Device"])
+    kinds: dict[str, str] = {}
+    unknown: set[str] = set()
+    for column in header_cols:
+        if column in _TEXT_COLUMNS:
+            if column in ("Context", "Stream"):
+                frame[column] = kernels[column]
+            continue
+        numbers = parse_numbers(kernels[column])
+        if unparsed(kernels[column], numbers).any():
+            frame[column] = kernels[column]
+            continue
+        unit = (unit_of.get(column) or "").strip()
+        found_unit = lookup(unit)
+        if found_unit is None:
+            unknown.add(unit)
+            found_unit = (1.0, "?")
+        frame[column] = numbers * found_unit[0]
+        kinds[column] = found_unit[1]
+    if unknown:
+        info.notes.append(f"unknown units kept unconverted: {', '.join(sorted(unknown))}")
+    per_kernel = fmt == "nvprof-summary"
+    if per_kernel:
+        frame["duration_ns"] = frame.get("Avg")
+        frame["invocations"] = frame.get("Calls")
+        frame["kernel_id"] = frame["kernel_name"]
+        frame = frame.rename(columns={"Time": "total_time_ns", "Min": "min_duration_ns", "Max": "max_duration_ns",
+                                      "Avg": "avg_duration_ns", "Calls": "calls"})
+        device = _DEVICE_IN_TEXT.search(text, table.end)
+        if device is not None and "device" not in frame.columns:
+            frame["device"] = device.group(1)
+            info.notes.append(f"device name {device.group(1)!r} taken from the Unified Memory table after the summary")
+    frame = finish(canonicalize(frame, kinds, info.notes))
+    info.kernels = len(frame)
+    values = frame["device"].dropna().unique() if "device" in frame.columns else []
+    info.device = ", ".join(map(str, values)) if len(values) else None
+    return Parsed(frame=frame, info=info, per_kernel=per_kernel, join="name", kinds=kinds)
+
+
+def _has_units_row(text: str, start: int) -> bool:
+    """nvprof's units row is unquoted (``ms,us,,,`` or ``,%,ms,,us``); a data row starts with a number or a quote."""
+    header_end = text.find("\n", start)
+    if header_end < 0:
+        return False
+    line_end = text.find("\n", header_end + 1)
+    line = text[header_end + 1: line_end if line_end >= 0 else len(text)]
+    if not line or line.startswith('"'):
+        return False
+    first = line.split(",", 1)[0].strip()
+    return first == "" or not re.match(r"^[-+]?\d", first)
