@@ -1,0 +1,717 @@
+"""Fit a model's machine constants to measured kernel durations, and cross-validate the fit.
+
+The papers fitted their machine constants with micro-benchmarks (Hong & Kim,
+Section 5.1: Mem_LD and the departure delays "to find the best fitting
+values"; Luo & Suda, Section 3.4; Transit, Section 3: delta and pi from
+Stream-like benchmarks). This module does the same with whatever kernels the
+user profiled: it moves the constants a model declares (``ConstantSpec``,
+inside their physical ``bounds``) so that the model's predictions match the
+measured ``duration_ns``.
+
+Method (documented in docs/calibration.md):
+
+- Residuals are ``w * log(predicted / measured)`` (a factor of 2 too slow
+  costs the same as a factor of 2 too fast), minimised with
+  ``scipy.optimize.least_squares`` (bounded, trust-region reflective).
+  Constants with a positive lower bound are fitted in log space.
+- Each kernel group (rows sharing the ``kernel`` name) weighs the same in the
+  fit: ``w = 1 / sqrt(rows in the group)``, so a kernel launched 300 times
+  does not drown one launched once.
+- Before fitting, every constant is perturbed by +-10 % (inside its bounds).
+  A constant that moves no prediction cannot be fitted from this data and
+  keeps its value, with the reason. The remaining constants are ranked by a
+  column-pivoted QR of the (log-log) sensitivity matrix: constants whose
+  effect cannot be told apart from constants already chosen, and constants
+  beyond one per ``groups_per_constant`` kernel groups, keep their value too.
+- Besides the current values, ``restarts`` random starting points (from a
+  fixed ``seed``) guard against a local minimum; the current values win ties.
+- k-fold cross-validation by kernel group: all rows of one kernel name are in
+  the same fold, so the held-out error measures how the calibrated constants
+  do on kernels the fit has not seen. Constants are chosen and fitted again
+  inside each training fold.
+
+The module is a pure library: it neither reads input files nor prints;
+``write_profile`` is the one function that writes (atomically).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from nvperf_bridge.accuracy import accuracy_stats
+from nvperf_bridge.errors import InputError, ModelError, OutputError
+from nvperf_bridge.gpu import GpuProfile, ModelConstant
+from nvperf_bridge.model import ConstantSpec, resolve_constants, validate_result
+
+# A change of log(prediction) smaller than this counts as "no change"
+# (1e-9 relative: far below any profiler's timing resolution).
+NO_EFFECT = 1e-9
+# Residual given to a kernel the model stops predicting at a trial point
+# (log scale: a miss by a factor e^10), so the optimiser steers away from it.
+LOST_PREDICTION_PENALTY = 10.0
+# Share of a constant's sensitivity left unexplained by the constants already chosen
+# below which its effect counts as a combination of theirs.
+COLLINEAR = 1e-3
+# Root-mean-square elasticity (d log predicted / d log constant) below which a constant's
+# own effect is too small to fit: a 1% change moves the predictions by < 1e-4 %.
+WEAK = 1e-4
+
+ACCURACY_KEYS = ("n", "mape", "median_ape", "gm_abs_error")
+
+
+@dataclass(frozen=True)
+class CalibrationSettings:
+    """How to fit and cross-validate (the CLI exposes ``folds`` and ``seed``)."""
+
+    folds: int = 5
+    seed: int = 0
+    perturbation: float = 0.10
+    restarts: int = 2
+    groups_per_constant: int = 2
+    max_nfev: int = 300
+    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # model id -> evaluate options
+
+
+@dataclass(frozen=True)
+class FittedConstant:
+    """A constant the fit moved: its value before and after, unit and bounds."""
+
+    name: str
+    unit: str
+    bounds: tuple[float, float]
+    before: float
+    after: float
+    before_source: str
+    before_status: str
+
+
+@dataclass(frozen=True)
+class UnfittedConstant:
+    """A constant the data cannot pin down; it keeps ``value``."""
+
+    name: str
+    value: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class FoldPlan:
+    """Which fold each row is held out in (``-1`` everywhere when there is no CV)."""
+
+    fold_of_row: np.ndarray
+    folds: int
+    requested: int
+    note: str
+
+
+@dataclass
+class CrossValidation:
+    """Pooled errors of the k fits: on their training rows and on their held-out rows."""
+
+    folds: int
+    requested: int
+    seed: int
+    note: str
+    train: dict[str, float]
+    held_out: dict[str, float]
+    fold_of_group: dict[str, int]
+    fold_fits: list[dict[str, float]] = field(default_factory=list)
+
+
+@dataclass
+class ModelCalibration:
+    """One model's calibration: what moved, what could not, and the errors."""
+
+    model_id: str
+    version: str = ""
+    skipped: str = ""  # why the model was not calibrated at all ("" when it was)
+    fitted: list[FittedConstant] = field(default_factory=list)
+    unfitted: list[UnfittedConstant] = field(default_factory=list)
+    before: dict[str, float] = field(default_factory=dict)  # base constants, all rows used
+    after: dict[str, float] = field(default_factory=dict)  # fitted constants, same rows (in-sample)
+    cv: CrossValidation | None = None
+    kernels: int = 0
+    groups: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def values(self) -> dict[str, float]:
+        return {c.name: c.after for c in self.fitted}
+
+
+@dataclass
+class CalibrationResult:
+    base: GpuProfile
+    settings: CalibrationSettings
+    models: dict[str, ModelCalibration]
+    kernels: int
+    groups: int
+    notes: list[str] = field(default_factory=list)
+
+
+# ---- data preparation --------------------------------------------------------
+
+def kernel_groups(kernels: pd.DataFrame) -> pd.Series:
+    """The group label of each row: the short ``kernel`` name (else full name, else id)."""
+    for column in ("kernel", "kernel_name", "kernel_id"):
+        if column in kernels.columns:
+            labels = kernels[column].astype("object")
+            if labels.notna().any():
+                return labels.where(labels.notna(), "<unnamed>").astype(str)
+    return pd.Series([f"row {i}" for i in range(len(kernels))], index=kernels.index, dtype="object")
+
+
+def measured_ns(kernels: pd.DataFrame) -> pd.Series:
+    """``duration_ns`` as float, NaN where missing or not positive."""
+    if "duration_ns" not in kernels.columns:
+        return pd.Series(np.nan, index=kernels.index, dtype="float64")
+    values = pd.to_numeric(kernels["duration_ns"], errors="coerce").astype("float64")
+    return values.where(values > 0)
+
+
+def group_weights(groups: pd.Series) -> np.ndarray:
+    """1/sqrt(rows in the group): every group contributes the same sum of squared weights."""
+    sizes = groups.map(groups.value_counts())
+    return 1.0 / np.sqrt(sizes.to_numpy(dtype="float64"))
+
+
+def group_folds(groups: Sequence[str] | pd.Series, folds: int, seed: int) -> FoldPlan:
+    """GroupKFold-like split: every row of a group lands in the same fold.
+
+    Groups are shuffled with ``seed`` and dealt round-robin, so folds differ by
+    at most one group. With fewer groups than ``folds``, k drops to the number
+    of groups (leave-one-group-out); with fewer than 2 groups there is no CV.
+    """
+    labels = [str(g) for g in groups]
+    unique = sorted(set(labels))  # sorted first, so the split does not depend on row order
+    none = np.full(len(labels), -1, dtype=int)
+    if folds < 2:
+        return FoldPlan(none, 0, folds, f"cross-validation off (--folds {folds}; it needs at least 2)")
+    if len(unique) < 2:
+        return FoldPlan(
+            none, 0, folds,
+            f"no cross-validation: the data has {len(unique)} kernel group(s); a held-out fold needs a kernel "
+            "name the fit has not seen, so at least 2 groups are needed",
+        )
+    k = min(folds, len(unique))
+    note = f"{k}-fold cross-validation by kernel group ({len(unique)} groups, seed {seed})"
+    if k < folds:
+        note = (f"{k}-fold cross-validation by kernel group: only {len(unique)} kernel groups, so k was reduced from "
+                f"{folds} to {k} (leave-one-group-out, seed {seed})")
+    order = np.random.default_rng(seed).permutation(len(unique))
+    fold_of_group = {unique[g]: position % k for position, g in enumerate(order)}
+    return FoldPlan(np.array([fold_of_group[label] for label in labels], dtype=int), k, folds, note)
+
+
+# ---- evaluating a model with trial constants -----------------------------------
+
+def with_constants(gpu: GpuProfile, model_id: str, values: Mapping[str, float], source: str, status: str) -> GpuProfile:
+    """A copy of ``gpu`` whose profile gives ``values`` for ``model_id`` (others untouched)."""
+    constants = {mid: dict(named) for mid, named in gpu.model_constants.items()}
+    named = constants.setdefault(model_id, {})
+    raw_models = {mid: dict(named_raw) for mid, named_raw in (gpu.raw.get("models") or {}).items()}
+    raw_named = raw_models.setdefault(model_id, {})
+    for name, value in values.items():
+        named[name] = ModelConstant(float(value), source, status)
+        raw_named[name] = {"value": float(value), "source": source, "status": status}
+    raw = dict(gpu.raw)
+    raw["models"] = raw_models
+    return replace(gpu, model_constants=constants, raw=raw)
+
+
+def predict_ns(model: Any, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.Series:
+    """The model's predicted_ns per row: NaN where it gives a reason or an unusable value.
+
+    The same rules as ``validate_result``, without its repairs and reports: this runs
+    hundreds of times per fit, and a malformed result still goes through
+    ``validate_result`` so that it raises the same ``ModelError``."""
+    raw = model.evaluate(kernels, gpu, dict(options))
+    if (not isinstance(raw, pd.DataFrame) or "predicted_ns" not in raw.columns or len(raw) != len(kernels)
+            or not raw.index.equals(kernels.index)):
+        raw, _ = validate_result(model.id, kernels, raw)
+    predicted = pd.to_numeric(raw["predicted_ns"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan).copy()
+    if "error" in raw.columns:
+        predicted[raw["error"].fillna("").astype(str).to_numpy() != ""] = np.nan
+    predicted[~np.isfinite(predicted) | (predicted <= 0)] = np.nan
+    return pd.Series(predicted, index=kernels.index, dtype="float64")
+
+
+class _Evaluator:
+    """Predictions of one model on fixed rows as a function of some of its constants."""
+
+    def __init__(self, model: Any, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> None:
+        self.model, self.kernels, self.gpu, self.options = model, kernels, gpu, options
+
+    def log_predictions(self, values: Mapping[str, float]) -> np.ndarray:
+        trial = with_constants(self.gpu, self.model.id, values, "calibration trial", "calibrated")
+        predicted = predict_ns(self.model, self.kernels, trial, self.options).to_numpy()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(predicted)
+
+
+# ---- choosing which constants the data can pin down ------------------------------
+
+def _perturbed(value: float, bounds: tuple[float, float], fraction: float) -> tuple[float, float]:
+    lo, hi = bounds
+    step = fraction * abs(value) if value != 0 else fraction * ((hi - lo) if math.isfinite(hi - lo) else 1.0)
+    return max(value - step, lo), min(value + step, hi)
+
+
+def select_constants(
+    evaluator: _Evaluator,
+    specs: Sequence[ConstantSpec],
+    start: Mapping[str, float],
+    weights: np.ndarray,
+    n_groups: int,
+    settings: CalibrationSettings,
+) -> tuple[list[str], list[UnfittedConstant]]:
+    """Which constants to fit; the others with the reason they cannot be fitted."""
+    base = evaluator.log_predictions(start)
+    unfitted: list[UnfittedConstant] = []
+    columns: dict[str, np.ndarray] = {}
+    n_rows = int(np.isfinite(base).sum())
+    for spec in specs:
+        value = start[spec.name]
+        low, high = _perturbed(value, spec.bounds, settings.perturbation)
+        if high <= low:
+            unfitted.append(UnfittedConstant(spec.name, value, f"its bounds {list(spec.bounds)} leave no room to move"))
+            continue
+        down = evaluator.log_predictions({**start, spec.name: low})
+        up = evaluator.log_predictions({**start, spec.name: high})
+        change = np.nan_to_num(np.abs(np.vstack([down - base, up - base])), nan=np.inf)
+        if not np.any(change > NO_EFFECT):
+            unfitted.append(UnfittedConstant(
+                spec.name, value,
+                f"changing it by +-{settings.perturbation:.0%} moves no prediction of the {n_rows} kernel(s) with a "
+                "measured time (none of them is limited by the term it enters, or the inputs it scales are absent)",
+            ))
+            continue
+        # Scale-free sensitivity: d log(predicted) / d log(constant) where that is defined.
+        scale = (math.log(high) - math.log(low)) if low > 0 else (high - low) / max(abs(value), 1e-300)
+        columns[spec.name] = np.nan_to_num((up - down) / scale, nan=0.0, posinf=0.0, neginf=0.0)
+    if not columns:
+        return [], unfitted
+    limit = n_groups // max(settings.groups_per_constant, 1)
+    names = list(columns)
+    matrix = weights[:, None] * np.column_stack([columns[n] for n in names])
+    rms_scale = math.sqrt(max(float(np.sum(weights ** 2)), 1e-300))
+    chosen: list[str] = []
+    remaining = list(names)
+    # Greedy column-pivoted Gram-Schmidt: take the constant with the largest effect not
+    # already explained by the chosen ones (what a pivoted QR does, with reasons).
+    while remaining:
+        residual = {name: _unexplained(matrix[:, names.index(name)], matrix, names, chosen) for name in remaining}
+        name = max(remaining, key=lambda n: (residual[n][0], -names.index(n)))
+        remaining.remove(name)
+        left, own = residual[name]
+        reason = ""
+        if left < COLLINEAR * own:
+            reason = (f"on these kernels its effect on the predictions cannot be told apart from that of "
+                      f"{_entangled_with(matrix[:, names.index(name)], matrix, names, chosen)} (the data moves them together)")
+        elif left / rms_scale < WEAK:
+            reason = (f"its effect on these kernels is too small to measure (a 1% change moves the predictions by "
+                      f"{left / rms_scale:.1e}% rms)")
+        elif len(chosen) >= limit:
+            reason = (f"too few kernels: {n_groups} kernel group(s) support at most {limit} fitted constant(s) "
+                      f"({settings.groups_per_constant} groups per constant), and it moves the predictions less than "
+                      f"{', '.join(chosen)}" if chosen else
+                      f"too few kernels: {n_groups} kernel group(s) support no fitted constant "
+                      f"(at least {settings.groups_per_constant} groups per constant are needed)")
+        if reason:
+            unfitted.append(UnfittedConstant(name, start[name], reason))
+        else:
+            chosen.append(name)
+    order = {spec.name: i for i, spec in enumerate(specs)}
+    unfitted.sort(key=lambda c: order[c.name])
+    return sorted(chosen, key=order.__getitem__), unfitted
+
+
+def _unexplained(column: np.ndarray, matrix: np.ndarray, names: list[str], chosen: list[str]) -> tuple[float, float]:
+    """(norm of the part of ``column`` the chosen constants' columns do not reproduce, norm of ``column``)."""
+    own = float(np.linalg.norm(column))
+    if not chosen:
+        return own, own
+    basis = matrix[:, [names.index(n) for n in chosen]]
+    coef, *_ = np.linalg.lstsq(basis, column, rcond=None)
+    return float(np.linalg.norm(column - basis @ coef)), own
+
+
+def _entangled_with(column: np.ndarray, matrix: np.ndarray, names: list[str], chosen: list[str]) -> str:
+    """The already chosen constants that together reproduce ``column`` (for the reason text)."""
+    if not chosen:
+        return "the other constants"
+    basis = matrix[:, [names.index(n) for n in chosen]]
+    coef, *_ = np.linalg.lstsq(basis, column, rcond=None)
+    weight = np.abs(coef) * np.linalg.norm(basis, axis=0)
+    partners = [n for n, w in zip(chosen, weight) if w > 0.1 * max(weight.max(), 1e-300)]
+    return ", ".join(partners or chosen)
+
+
+# ---- the fit -----------------------------------------------------------------
+
+class _Transform:
+    """Constants <-> optimiser variables: log space when the lower bound is positive."""
+
+    def __init__(self, specs: Sequence[ConstantSpec]) -> None:
+        self.specs = list(specs)
+        self.log = np.array([spec.bounds[0] > 0 for spec in specs])
+        lo = np.array([float(s.bounds[0]) for s in specs])
+        hi = np.array([float(s.bounds[1]) for s in specs])
+        self.lo_c, self.hi_c = lo, hi
+        with np.errstate(divide="ignore"):
+            self.lo = np.where(self.log, np.log(np.where(self.log, lo, 1.0)), lo)
+            self.hi = np.where(self.log, np.log(np.where(self.log & (hi > 0), hi, 1.0)), hi)
+        self.hi = np.where(self.log & ~np.isfinite(hi), np.inf, self.hi)
+
+    def to_x(self, constants: np.ndarray) -> np.ndarray:
+        x = np.array(constants, dtype="float64")
+        x[self.log] = np.log(x[self.log])
+        return x
+
+    def to_constants(self, x: np.ndarray) -> np.ndarray:
+        constants = np.array(x, dtype="float64")
+        constants[self.log] = np.exp(constants[self.log])
+        # Clip last: exp(log(hi)) can land one ulp outside the bound.
+        return np.clip(constants, self.lo_c, self.hi_c)
+
+
+def fit_constants(
+    evaluator: _Evaluator,
+    specs: Sequence[ConstantSpec],
+    start: Mapping[str, float],
+    measured: np.ndarray,
+    weights: np.ndarray,
+    settings: CalibrationSettings,
+) -> dict[str, float]:
+    """Least-squares values of ``specs`` (others fixed at ``start``), inside their bounds."""
+    from scipy.optimize import least_squares
+
+    if not specs:
+        return {}
+    transform = _Transform(specs)
+    log_measured = np.log(measured)
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        values = dict(start)
+        values.update(zip((s.name for s in specs), transform.to_constants(x)))
+        r = evaluator.log_predictions(values) - log_measured
+        return weights * np.where(np.isfinite(r), r, LOST_PREDICTION_PENALTY)
+
+    x0 = transform.to_x(np.clip([start[s.name] for s in specs], transform.lo_c, transform.hi_c))
+    starts = [x0, *_random_starts(transform, x0, settings)]
+    best: tuple[float, np.ndarray] | None = None
+    for x_start in starts:
+        x_start = _inside(x_start, transform)
+        # diff_step 1e-3: models with floors and min/max are flat at a 1e-8 step
+        solution = least_squares(residuals, x_start, bounds=(transform.lo, transform.hi), method="trf",
+                                 diff_step=1e-3, xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=settings.max_nfev)
+        cost = float(solution.cost)
+        # The current values' fit wins unless a restart is clearly better.
+        if best is None or cost < best[0] * (1 - 1e-6) - 1e-15:
+            best = (cost, solution.x)
+    assert best is not None
+    fitted = transform.to_constants(best[1])
+    return {spec.name: float(value) for spec, value in zip(specs, fitted)}
+
+
+def _random_starts(transform: _Transform, x0: np.ndarray, settings: CalibrationSettings) -> list[np.ndarray]:
+    rng = np.random.default_rng(settings.seed)
+    finite = np.isfinite(transform.lo) & np.isfinite(transform.hi)
+    starts = []
+    for _ in range(settings.restarts):
+        uniform = rng.uniform(np.where(finite, transform.lo, 0.0), np.where(finite, transform.hi, 1.0))
+        jitter = x0 + rng.normal(0.0, 0.5, size=len(x0)) * np.maximum(np.abs(x0), 1.0)
+        starts.append(np.where(finite, uniform, jitter))
+    return starts
+
+
+def _inside(x: np.ndarray, transform: _Transform) -> np.ndarray:
+    """Nudge a start point strictly inside the bounds (the trust-region method needs it)."""
+    span = np.where(np.isfinite(transform.hi - transform.lo), transform.hi - transform.lo, 1.0)
+    margin = 1e-9 * np.maximum(span, 1e-12)
+    return np.clip(x, transform.lo + margin, transform.hi - margin)
+
+
+# ---- calibrating one model, with cross-validation ---------------------------------
+
+def _stats(predicted: np.ndarray, measured: np.ndarray) -> dict[str, float]:
+    stats = accuracy_stats(pd.Series(predicted, dtype="float64"), pd.Series(measured, dtype="float64"))
+    return {key: stats[key] for key in ACCURACY_KEYS}
+
+
+def _fit_on(
+    model: Any, kernels: pd.DataFrame, gpu: GpuProfile, specs: Sequence[ConstantSpec], start: Mapping[str, float],
+    settings: CalibrationSettings, options: Mapping[str, Any],
+) -> tuple[dict[str, float], list[UnfittedConstant]]:
+    """Choose and fit constants on ``kernels`` (all measured and predicted)."""
+    groups = kernel_groups(kernels)
+    weights = group_weights(groups)
+    evaluator = _Evaluator(model, kernels, gpu, options)
+    names, unfitted = select_constants(evaluator, specs, start, weights, groups.nunique(), settings)
+    chosen = [spec for spec in specs if spec.name in names]
+    values = fit_constants(evaluator, chosen, start, measured_ns(kernels).to_numpy(), weights, settings)
+    return values, unfitted
+
+
+def calibrate_model(
+    model: Any, kernels: pd.DataFrame, gpu: GpuProfile, settings: CalibrationSettings = CalibrationSettings(),
+) -> ModelCalibration:
+    """Fit one model's constants to the measured durations and cross-validate the fit."""
+    outcome = ModelCalibration(model.id, str(getattr(model, "version", "")))
+    specs: tuple[ConstantSpec, ...] = tuple(getattr(model, "constants", ()) or ())
+    if not specs:
+        outcome.skipped = "declares no machine constants (nothing to calibrate)"
+        return outcome
+    options = settings.options.get(model.id, {})
+    resolved = resolve_constants(model, gpu)
+    start = {spec.name: float(np.clip(resolved[spec.name].value, *spec.bounds)) for spec in specs}
+    for spec in specs:
+        if start[spec.name] != resolved[spec.name].value:
+            outcome.notes.append(f"{spec.name}: the profile's value {resolved[spec.name].value:g} lies outside the "
+                                 f"bounds {list(spec.bounds)}; the fit starts from {start[spec.name]:g}")
+    measured = measured_ns(kernels)
+    rows = kernels[measured.notna()]
+    if rows.empty:
+        outcome.skipped = "no kernel has a measured duration (duration_ns)"
+        return outcome
+    try:
+        base = predict_ns(model, rows, with_constants(gpu, model.id, start, "start", "default"), options)
+    except Exception as exc:  # plugin code may raise anything
+        outcome.skipped = f"evaluate failed: {type(exc).__name__}: {exc}"
+        return outcome
+    used = rows[base.notna()]
+    if len(used) < len(rows):
+        outcome.notes.append(f"{len(rows) - len(used)} of {len(rows)} measured kernel(s) get no prediction from this "
+                             "model (missing counters) and are left out")
+    if used.empty:
+        outcome.skipped = "the model predicts none of the kernels that have a measured duration"
+        return outcome
+    outcome.kernels, outcome.groups = len(used), kernel_groups(used).nunique()
+    measured_used = measured_ns(used).to_numpy()
+    outcome.before = _stats(base[used.index].to_numpy(), measured_used)
+
+    values, outcome.unfitted = _fit_on(model, used, gpu, specs, start, settings, options)
+    outcome.fitted = [
+        FittedConstant(spec.name, spec.unit, (float(spec.bounds[0]), float(spec.bounds[1])), start[spec.name],
+                       values[spec.name], resolved[spec.name].source, resolved[spec.name].status)
+        for spec in specs if spec.name in values
+    ]
+    final = with_constants(gpu, model.id, {**start, **values}, "calibrated", "calibrated")
+    outcome.after = _stats(predict_ns(model, used, final, options).to_numpy(), measured_used)
+    outcome.cv = cross_validate(model, used, gpu, specs, start, settings, options)
+    return outcome
+
+
+def cross_validate(
+    model: Any, kernels: pd.DataFrame, gpu: GpuProfile, specs: Sequence[ConstantSpec], start: Mapping[str, float],
+    settings: CalibrationSettings, options: Mapping[str, Any],
+) -> CrossValidation:
+    """Fit on k-1 folds of kernel groups, predict the held-out fold; pool the errors."""
+    groups = kernel_groups(kernels)
+    plan = group_folds(groups, settings.folds, settings.seed)
+    fold_of_group = {str(g): int(f) for g, f in zip(groups, plan.fold_of_row)}
+    nan = {key: (0 if key == "n" else math.nan) for key in ACCURACY_KEYS}
+    cv = CrossValidation(plan.folds, plan.requested, settings.seed, plan.note, dict(nan), dict(nan), fold_of_group)
+    if plan.folds < 2:
+        return cv
+    measured = measured_ns(kernels).to_numpy()
+    held_out = np.full(len(kernels), np.nan)
+    train_predicted: list[np.ndarray] = []
+    train_measured: list[np.ndarray] = []
+    for fold in range(plan.folds):
+        train_mask = plan.fold_of_row != fold
+        train = kernels[train_mask]
+        values, _ = _fit_on(model, train, gpu, specs, start, settings, options)
+        cv.fold_fits.append(values)
+        fitted = with_constants(gpu, model.id, {**start, **values}, "calibrated", "calibrated")
+        predicted = predict_ns(model, kernels, fitted, options).to_numpy()
+        held_out[~train_mask] = predicted[~train_mask]
+        train_predicted.append(predicted[train_mask])
+        train_measured.append(measured[train_mask])
+    cv.held_out = _stats(held_out, measured)
+    cv.train = _stats(np.concatenate(train_predicted), np.concatenate(train_measured))
+    return cv
+
+
+def calibrate(
+    kernels: pd.DataFrame, gpu: GpuProfile, models: Mapping[str, Any], settings: CalibrationSettings = CalibrationSettings(),
+) -> CalibrationResult:
+    """Calibrate each model in ``models`` (id -> model object) against the measured durations.
+
+    Raises ``InputError`` when no kernel has a measured duration. A model
+    that fails is reported in its ``skipped`` field; the others go on.
+    """
+    measured = measured_ns(kernels)
+    if not measured.notna().any():
+        raise InputError(
+            "no kernel has a measured duration (duration_ns), so there is nothing to calibrate against",
+            hint="profile with a trace (nvprof --print-gpu-trace, or ncu's gpu__time_duration.sum) alongside the metrics",
+        )
+    outcomes: dict[str, ModelCalibration] = {}
+    for model_id, model in models.items():
+        try:
+            outcomes[model_id] = calibrate_model(model, kernels, gpu, settings)
+        except ModelError as exc:
+            outcomes[model_id] = ModelCalibration(model_id, skipped=f"evaluate failed: {exc}")
+        except Exception as exc:  # a plugin may raise anything during the fit; the others go on
+            outcomes[model_id] = ModelCalibration(model_id, skipped=f"evaluate failed: {type(exc).__name__}: {exc}")
+    with_time = kernels[measured.notna()]
+    return CalibrationResult(gpu, settings, outcomes, len(with_time), kernel_groups(with_time).nunique())
+
+
+# ---- the calibrated profile ----------------------------------------------------
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def calibration_date() -> str:
+    """Today (UTC), or the date of ``SOURCE_DATE_EPOCH`` when set, so a rerun can be byte-identical."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    moment = (_dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc) if epoch and epoch.isdigit()
+              else _dt.datetime.now(_dt.timezone.utc))
+    return moment.date().isoformat()
+
+
+def _plain(stats: Mapping[str, float]) -> dict[str, Any]:
+    """Stats for YAML: NaN as null, floats rounded to 6 significant digits."""
+    out: dict[str, Any] = {}
+    for key, value in stats.items():
+        if key == "n":
+            out[key] = int(value)
+        elif value is None or not math.isfinite(float(value)):
+            out[key] = None
+        else:
+            out[key] = float(f"{float(value):.6g}")
+    return out
+
+
+def _number(value: float) -> float | int:
+    as_float = float(f"{value:.8g}")
+    return int(as_float) if as_float.is_integer() and abs(as_float) < 1e15 else as_float
+
+
+def calibrated_profile_mapping(
+    result: CalibrationResult,
+    new_id: str,
+    data_files: Sequence[str | Path],
+    *,
+    tool_version: str,
+    date: str | None = None,
+    command: str = "",
+) -> dict[str, Any]:
+    """The YAML document of the calibrated profile: the base profile's fields, the fitted
+    constants under ``models:`` (status ``calibrated``) and a ``calibration`` block."""
+    date = date or calibration_date()
+    names = ", ".join(Path(f).name for f in data_files)
+    source = f"calibrated on {names} (nvperf-bridge calibrate, {date})"
+    base = result.base
+    document = {key: value for key, value in base.raw.items() if key != "calibration"}
+    document["id"] = new_id
+    base_name = base.name.split(" (calibrated")[0]
+    document["name"] = f"{base_name} (calibrated on {len(data_files)} file(s), {date})"
+    # Empty: a calibrated profile is chosen with --gpu and never steals auto-matching from the stock one.
+    document["match"] = []
+    models = {mid: {name: dict(spec) for name, spec in named.items()} for mid, named in (base.raw.get("models") or {}).items()}
+    block_models: dict[str, Any] = {}
+    skipped: dict[str, str] = {}
+    for model_id, outcome in result.models.items():
+        if outcome.skipped:
+            skipped[model_id] = outcome.skipped
+            continue
+        named = models.setdefault(model_id, {})
+        for constant in outcome.fitted:
+            named[constant.name] = {"value": _number(constant.after), "source": source, "status": "calibrated"}
+        if not named:
+            del models[model_id]
+        cv = outcome.cv
+        block_models[model_id] = {
+            "version": outcome.version,
+            "kernels": outcome.kernels,
+            "kernel_groups": outcome.groups,
+            "fitted": {
+                c.name: {"before": _number(c.before), "after": _number(c.after), "unit": c.unit,
+                         "bounds": [_number(b) for b in c.bounds], "before_source": c.before_source,
+                         "before_status": c.before_status}
+                for c in outcome.fitted
+            },
+            "not_fitted": {c.name: {"value": _number(c.value), "reason": c.reason} for c in outcome.unfitted},
+            "error": {
+                "before": _plain(outcome.before),
+                "after_in_sample": _plain(outcome.after),
+                "cv_train": _plain(cv.train) if cv else None,
+                "cv_held_out": _plain(cv.held_out) if cv else None,
+            },
+            "notes": list(outcome.notes),
+        }
+    document["models"] = models
+    if not models:
+        del document["models"]
+    first_cv = next((o.cv for o in result.models.values() if o.cv is not None), None)
+    document["calibration"] = {
+        "date": date,
+        "tool": f"nvperf-bridge {tool_version}",
+        "command": command,
+        "base_profile": base.id,
+        "data": [{"file": Path(f).name, "sha256": file_sha256(f)} for f in data_files],
+        "kernels_with_measured_time": result.kernels,
+        "kernel_groups": result.groups,
+        "method": ("scipy.optimize.least_squares (trf, bounded) on log(predicted/measured), each kernel group "
+                   "weighted equally; constants chosen by +-10% sensitivity and pivoted QR"),
+        "cross_validation": {
+            "requested_folds": result.settings.folds,
+            "folds": first_cv.folds if first_cv else 0,
+            "seed": result.settings.seed,
+            "note": first_cv.note if first_cv else "no model was cross-validated",
+        },
+        "models": block_models,
+        "skipped": skipped,
+    }
+    return document
+
+
+def write_profile(document: Mapping[str, Any], path: str | Path, *, force: bool = False) -> Path:
+    """Write the profile YAML atomically (temp file + os.replace); refuse to overwrite without ``force``."""
+    import yaml
+
+    path = Path(path)
+    if path.exists() and not force:
+        raise OutputError("already exists", path=path, hint="pass --force to overwrite it")
+    text = "# Calibrated GPU profile written by nvperf-bridge calibrate; see the calibration block.\n"
+    text += yaml.safe_dump(dict(document), sort_keys=False, allow_unicode=True, width=110)
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(text)
+            os.replace(temp, path)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise OutputError(f"cannot write: {exc.strerror or exc}", path=path) from None
+    return path
+
+
+__all__ = [
+    "CalibrationResult", "CalibrationSettings", "CrossValidation", "FittedConstant", "FoldPlan", "ModelCalibration",
+    "UnfittedConstant", "calibrate", "calibrate_model", "calibrated_profile_mapping", "cross_validate",
+    "fit_constants", "group_folds", "kernel_groups", "predict_ns", "select_constants", "with_constants",
+    "write_profile",
+]

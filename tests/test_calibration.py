@@ -1,0 +1,241 @@
+"""The calibration library: recovery of known constants, bounds, identifiability,
+group-aware cross-validation and the written profile."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings as hyp_settings
+from hypothesis import strategies as st
+
+from nvperf_bridge.calibration import (
+    CalibrationSettings,
+    calibrate,
+    calibrate_model,
+    calibrated_profile_mapping,
+    group_folds,
+    kernel_groups,
+    with_constants,
+    write_profile,
+)
+from nvperf_bridge.errors import InputError, OutputError
+from nvperf_bridge.gpu import SOURCED_FIELDS, GpuProfile, load_profile_file, profile_from_mapping
+from nvperf_bridge.model import ConstantSpec, Requirements, constant_values, empty_result
+
+TRUE = {"issue_cycles": 6.5, "mem_latency_cycles": 420.0, "launch_overhead_ns": 2500.0}
+
+
+@dataclass
+class FakeModel:
+    """t = (issue * inst + latency * mem_ops / parallel) / clock + overhead + sync * barriers.
+
+    ``sync_cycles`` multiplies a counter that is zero in the test data (no variation: it cannot be
+    fitted) and ``unused_cycles`` enters nothing."""
+
+    id: str = "fake-model"
+    version: str = "1"
+    description: str = "test model"
+    paper: str = "none"
+    requires: Requirements = Requirements(("inst_executed", "mem_ops", "parallel"), ("inst_barrier",))
+    constants: tuple[ConstantSpec, ...] = (
+        ConstantSpec("issue_cycles", 4.0, "cycles", (1.0, 64.0), "cycles per warp instruction", "test"),
+        ConstantSpec("mem_latency_cycles", 300.0, "cycles", (50.0, 2000.0), "memory latency", "test"),
+        ConstantSpec("launch_overhead_ns", 1000.0, "ns", (0.0, 20000.0), "launch overhead", "test"),
+        ConstantSpec("sync_cycles", 20.0, "cycles", (1.0, 500.0), "barrier cost", "test"),
+        ConstantSpec("unused_cycles", 7.0, "cycles", (1.0, 100.0), "enters nothing", "test"),
+    )
+
+    def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
+        c = constant_values(self, gpu)
+        cycles = (c["issue_cycles"] * kernels["inst_executed"]
+                  + c["mem_latency_cycles"] * kernels["mem_ops"] / kernels["parallel"]
+                  + c["sync_cycles"] * kernels.get("inst_barrier", 0.0))
+        result = empty_result(kernels)
+        result["predicted_cycles"] = cycles
+        result["predicted_ns"] = cycles / gpu.sm_clock_hz * 1e9 + c["launch_overhead_ns"]
+        result["bottleneck"] = "compute"
+        return result
+
+
+BASE_PROFILE: dict[str, Any] = {
+    "schema_version": 1, "id": "test-gpu", "name": "Test GPU", "match": ["Test GPU"], "compute_capability": "6.1",
+    "sm_count": 28, "cores_per_sm": 128, "max_warps_per_sm": 64, "max_blocks_per_sm": 32,
+    "registers_per_sm": 65536, "shared_mem_per_sm_bytes": 98304, "sm_clock_mhz": 1480,
+    "memory_bandwidth_gb_per_s": 484.0, "sources": {name: "test fixture" for name in SOURCED_FIELDS},
+    "models": {"other-model": {"x": {"value": 1.0, "source": "paper", "status": "paper"}}},
+}
+
+
+@pytest.fixture
+def gpu() -> GpuProfile:
+    """A profile built in the test, so other profiles being edited cannot break these tests."""
+    return profile_from_mapping(dict(BASE_PROFILE), "test-gpu.yaml")
+
+
+def synthetic_kernels(model: Any, gpu: GpuProfile, true: Mapping[str, float], groups: int = 12,
+                      rows_per_group: int = 2, seed: int = 1) -> pd.DataFrame:
+    """Kernels whose measured time is the model's own prediction with ``true`` constants."""
+    rng = np.random.default_rng(seed)
+    n = groups * rows_per_group
+    frame = pd.DataFrame({
+        "kernel": [f"k{i // rows_per_group}" for i in range(n)],
+        "inst_executed": rng.uniform(1e3, 1e5, n),
+        "mem_ops": rng.uniform(1e1, 1e4, n),
+        "parallel": rng.uniform(1.0, 32.0, n),
+        "inst_barrier": 0.0,
+    })
+    truth = with_constants(gpu, model.id, true, "truth", "calibrated")
+    frame["duration_ns"] = model.evaluate(frame, truth, {})["predicted_ns"]
+    return frame
+
+
+def test_recovers_known_constants_within_2_percent(gpu: GpuProfile) -> None:
+    model = FakeModel()
+    kernels = synthetic_kernels(model, gpu, TRUE)
+    outcome = calibrate_model(model, kernels, gpu, CalibrationSettings(folds=3, restarts=1))
+    values = outcome.values
+    assert set(values) == set(TRUE)
+    for name, true in TRUE.items():
+        assert values[name] == pytest.approx(true, rel=0.02), name
+    assert outcome.after["mape"] < 1e-3 < outcome.before["mape"]
+    assert outcome.cv is not None and outcome.cv.held_out["mape"] < 0.01
+
+
+def test_non_identifiable_constants_are_reported_and_keep_their_default(gpu: GpuProfile) -> None:
+    model = FakeModel()
+    outcome = calibrate_model(model, synthetic_kernels(model, gpu, TRUE), gpu, CalibrationSettings(folds=0, restarts=0))
+    unfitted = {c.name: c for c in outcome.unfitted}
+    assert set(unfitted) == {"sync_cycles", "unused_cycles"}
+    assert unfitted["sync_cycles"].value == 20.0 and unfitted["unused_cycles"].value == 7.0
+    assert "moves no prediction" in unfitted["sync_cycles"].reason
+
+
+def test_too_few_kernel_groups_limits_the_fitted_constants(gpu: GpuProfile) -> None:
+    model = FakeModel()
+    kernels = synthetic_kernels(model, gpu, TRUE, groups=3, rows_per_group=4)
+    outcome = calibrate_model(model, kernels, gpu, CalibrationSettings(folds=5, restarts=0))
+    assert len(outcome.fitted) == 1  # 3 groups // 2 groups per constant
+    assert any("too few kernels" in c.reason for c in outcome.unfitted)
+    assert outcome.cv is not None and outcome.cv.folds == 3 and "reduced from 5 to 3" in outcome.cv.note
+
+
+def test_collinear_constants_are_not_both_fitted(gpu: GpuProfile) -> None:
+    model = FakeModel()
+    kernels = synthetic_kernels(model, gpu, TRUE)
+    kernels["mem_ops"] = kernels["inst_executed"] * kernels["parallel"] * 0.01  # latency term moves with issue term
+    outcome = calibrate_model(model, kernels, gpu, CalibrationSettings(folds=0, restarts=0))
+    fitted = {c.name for c in outcome.fitted}
+    assert not {"issue_cycles", "mem_latency_cycles"} <= fitted
+    reasons = " ".join(c.reason for c in outcome.unfitted)
+    assert "cannot be told apart" in reasons
+
+
+@hyp_settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    log_scale=st.lists(st.floats(-6.0, 6.0), min_size=8, max_size=8),
+    seed=st.integers(0, 10_000),
+)
+def test_fitted_constants_never_leave_their_bounds(gpu: GpuProfile, log_scale: list[float], seed: int) -> None:
+    """Whatever the measured times (even ones no constants inside the bounds can reach)."""
+    model = FakeModel()
+    kernels = synthetic_kernels(model, gpu, TRUE, groups=8, rows_per_group=1, seed=seed)
+    kernels["duration_ns"] = kernels["duration_ns"] * np.exp(log_scale)
+    outcome = calibrate_model(model, kernels, gpu, CalibrationSettings(folds=0, restarts=1, seed=seed, max_nfev=40))
+    bounds = {spec.name: spec.bounds for spec in model.constants}
+    for constant in outcome.fitted:
+        lo, hi = bounds[constant.name]
+        assert lo <= constant.after <= hi, constant
+
+
+def test_group_folds_keep_each_kernel_name_in_one_fold() -> None:
+    groups = pd.Series([f"k{i % 9}" for i in range(50)])
+    plan = group_folds(groups, 4, seed=3)
+    assert plan.folds == 4
+    for name in groups.unique():
+        assert len(set(plan.fold_of_row[(groups == name).to_numpy()])) == 1
+    assert set(plan.fold_of_row) == {0, 1, 2, 3}
+    counts = np.bincount([plan.fold_of_row[(groups == g).to_numpy()][0] for g in groups.unique()])
+    assert counts.max() - counts.min() <= 1  # groups dealt round-robin
+    again = group_folds(groups.sample(frac=1.0, random_state=0).reset_index(drop=True), 4, seed=3)
+    assert {g: f for g, f in zip(groups.sample(frac=1.0, random_state=0), again.fold_of_row)} == \
+        {g: f for g, f in zip(groups, plan.fold_of_row)}  # row order does not change the split
+
+
+def test_group_folds_reduce_k_or_refuse_with_a_note() -> None:
+    assert group_folds(["a", "b", "a"], 5, 0).folds == 2
+    single = group_folds(["a", "a"], 5, 0)
+    assert single.folds == 0 and "at least 2 groups" in single.note
+    assert group_folds(["a", "b"], 1, 0).folds == 0
+
+
+def test_cross_validation_holds_out_whole_groups(gpu: GpuProfile) -> None:
+    model = FakeModel()
+    kernels = synthetic_kernels(model, gpu, TRUE, groups=6, rows_per_group=3)
+    outcome = calibrate_model(model, kernels, gpu, CalibrationSettings(folds=3, restarts=0))
+    assert outcome.cv is not None
+    assert set(outcome.cv.fold_of_group) == set(kernel_groups(kernels))
+    assert len(outcome.cv.fold_fits) == 3 and outcome.cv.held_out["n"] == len(kernels)
+
+
+def test_model_without_constants_is_skipped(gpu: GpuProfile) -> None:
+    model = FakeModel()
+    model.constants = ()
+    kernels = synthetic_kernels(FakeModel(), gpu, TRUE)
+    result = calibrate(kernels, gpu, {"fake-model": model})
+    assert "no machine constants" in result.models["fake-model"].skipped
+
+
+def test_no_measured_duration_is_an_input_error(gpu: GpuProfile) -> None:
+    model = FakeModel()
+    kernels = synthetic_kernels(model, gpu, TRUE).drop(columns="duration_ns")
+    with pytest.raises(InputError):
+        calibrate(kernels, gpu, {"fake-model": model})
+
+
+def test_written_profile_round_trips_and_carries_provenance(gpu: GpuProfile, tmp_path: Path) -> None:
+    model = FakeModel()
+    kernels = synthetic_kernels(model, gpu, TRUE)
+    data = tmp_path / "data.csv"
+    data.write_text("measured kernels\n")
+    result = calibrate(kernels, gpu, {"fake-model": model}, CalibrationSettings(folds=3, restarts=0))
+    document = calibrated_profile_mapping(result, "test-gpu-calibrated", [data], tool_version="9.9", date="2024-01-02")
+    out = write_profile(document, tmp_path / "test-gpu-calibrated.yaml")
+    loaded = load_profile_file(out)
+    assert loaded.id == "test-gpu-calibrated" and loaded.match == [] and loaded.is_calibrated
+    assert loaded.sm_count == gpu.sm_count
+    assert loaded.constant("other-model", "x") is not None  # the base profile's constants are kept
+    issue = loaded.constant("fake-model", "issue_cycles")
+    assert issue is not None and issue.status == "calibrated"
+    assert issue.value == pytest.approx(TRUE["issue_cycles"], rel=0.02)
+    assert issue.source == "calibrated on data.csv (nvperf-bridge calibrate, 2024-01-02)"
+    assert loaded.constant("fake-model", "sync_cycles") is None  # unfitted: keeps the model default
+    block = loaded.raw["calibration"]
+    assert block["base_profile"] == "test-gpu" and block["tool"] == "nvperf-bridge 9.9"
+    assert len(block["data"][0]["sha256"]) == 64
+    entry = block["models"]["fake-model"]
+    assert "sync_cycles" in entry["not_fitted"] and entry["fitted"]["issue_cycles"]["before"] == 4
+    assert entry["error"]["cv_held_out"]["n"] == len(kernels)
+    # predictions with the written profile reproduce the measured times
+    predicted = model.evaluate(kernels, loaded, {})["predicted_ns"]
+    assert np.allclose(predicted, kernels["duration_ns"], rtol=1e-3)
+    # the file is plain YAML (safe_load), and a second write needs force
+    assert yaml.safe_load(out.read_text())["id"] == "test-gpu-calibrated"
+    with pytest.raises(OutputError):
+        write_profile(document, out)
+    write_profile(document, out, force=True)
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_constant_with_a_negligible_effect_is_too_small_to_fit(gpu: GpuProfile) -> None:
+    model = FakeModel()
+    kernels = synthetic_kernels(model, gpu, TRUE)
+    kernels["inst_barrier"] = 0.01  # sync_cycles now moves the predictions, but by ~1e-6 per 1%
+    outcome = calibrate_model(model, kernels, gpu, CalibrationSettings(folds=0, restarts=0))
+    reasons = {c.name: c.reason for c in outcome.unfitted}
+    assert "too small to measure" in reasons["sync_cycles"]
