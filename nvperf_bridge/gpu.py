@@ -227,7 +227,9 @@ def profile_from_mapping(data: Any, path: str = "<profile>") -> GpuProfile:
         values = data.get(list_key, [])
         if not all(isinstance(m, str) and _normalise(m) for m in values):
             raise ProfileError("must be a list of non-empty strings", path=path, key=list_key)
-    if not data["match"]:
+    # A calibrated profile (one with a ``calibration`` block) may have an empty match list:
+    # it is chosen with --gpu and must not take auto-matching away from the stock profile.
+    if not data["match"] and "calibration" not in data:
         raise ProfileError("needs at least one device-name substring", path=path, key="match")
     for key in ("sm_count", "cores_per_sm", "max_warps_per_sm", "max_blocks_per_sm", "registers_per_sm",
                 "sm_clock_mhz", "memory_bandwidth_gb_per_s"):
