@@ -1,0 +1,765 @@
+"""Kerr, Diamos & Yalamanchili (GPGPU-3 2010): PCA + cluster analysis + regression + POCS.
+
+Paper: A. Kerr, G. Diamos, S. Yalamanchili, "Modeling GPU-CPU workloads and
+systems", GPGPU-3, 2010 (shared/seeds/002). The model is statistical: it
+learns execution time from program metrics of kernels whose time was measured.
+
+The method, step by step (paper section in brackets)
+----------------------------------------------------
+1. Metrics [5.1, Table 3] -> here the canonical counters available for every
+   training kernel (``FEATURES`` below), plus two of the paper's derived
+   metrics recomputed from counters: Memory Intensity (off-chip memory
+   instructions / all instructions) and Memory Efficiency (minimum
+   transactions / actual transactions, with the minimum = requests x the GPU
+   profile's ``coalesced_sectors_per_request``, default 4). Columns that are
+   constant over the training kernels are dropped (they carry no variance).
+   Count and byte columns are log-transformed (log1p) before PCA: kernel counts
+   span 4-7 decades (the paper's own Table 4 runs from 1e4 to 5e10), and a
+   z-score of raw counts is dominated by the few largest kernels. Fractions
+   (occupancy, hit rate, the two derived ratios) stay linear. This transform is
+   an extension; the paper does not say it used one.
+2. Normalised PCA [6.1]: zero mean, unit variance per metric, eigen-decomposition
+   of the correlation matrix, keep the fewest components explaining >= 85% of
+   the variance (option ``variance``).
+3. Varimax rotation [6.1, ref 15 Manly]: of the retained loadings (Kaiser
+   normalised), so each metric loads on one component. Scores are the
+   standardised component scores rotated the same way (uncorrelated, unit
+   variance). Each rotated component is signed so its largest loading is positive.
+4. Cluster analysis [6.4]: the paper projects kernels onto the components and
+   reads clusters off the plots (no algorithm named). Here: k-means on the
+   rotated scores (k-means++ start, fixed seed, best of 5 starts), k in
+   2..``max_clusters`` chosen by the mean silhouette; one cluster below 10
+   kernels. The cluster is reported per kernel; the paper uses clusters for
+   characterisation and only proposes per-cluster regression as future work
+   ("akin to regression trees", 6.5), so one regression is fitted, as in 6.5.
+5. Polynomial regression [6.5]: time on the rotated scores, each component
+   with its own polynomial of order N (no cross terms):
+   ``y = b0 + sum_j sum_{d=1..N} b_jd RC_j^d``. The paper notes M variables of
+   order N need at least N x M samples; here N is the largest order <=
+   ``max_degree`` (default 2) with n >= 2 (N M + 1), twice that minimum, and M
+   is capped at n/2 - 1 so a first-order fit always has that margin.
+   Target ``y``: log(duration_ns) by default (option ``target``: ``log``), an
+   extension: durations span decades and least squares on raw time ignores the
+   short kernels. ``target: linear`` regresses raw time, as the paper did.
+6. POCS [6.5, ref 2 Boyle & Dykstra]: alternating projections of each
+   prediction onto the constraint sets C1 = {t >= floor > 0} (the paper's
+   "execution times must be greater than 0"; floor = ``pocs_floor_fraction`` x
+   the shortest training time, default 1%) and C2 = {|y - mean| <= 2 sd} of the
+   training targets (the paper's "within two standard deviations of the mean";
+   its mean was over the same application on other processors, ours is over
+   the training kernels on this GPU, in the target space). Both sets are
+   intervals, so the projections reach their intersection in at most two sweeps.
+
+Training data: ``fit(kernels, gpu, options)`` returns a JSON-serialisable dict
+(features, transforms, means/scales, eigenvalues, loadings, rotation, score
+weights, cluster centers, regression coefficients, POCS bounds, training
+ranges, n, version); ``evaluate`` predicts from it when ``options["model_data"]``
+holds it. Without it, ``evaluate`` runs leave-one-out over the input's own
+kernels that have a measured ``duration_ns`` when there are at least
+``MIN_KERNELS`` (8) of them and at least ``MIN_FEATURES`` (3) usable counters:
+the regression and the POCS bounds are exact leave-one-out (hat-matrix
+residuals e_i / (1 - h_ii); mean and sd without kernel i), while the PCA,
+rotation and clusters use all kernels' counters (unsupervised, no times:
+transductive, not a leak of the target). Kernels without a measured time are
+predicted by the model fitted on all timed kernels.
+
+Bottleneck: the paper gives no bottleneck rule. Here it is read through the
+loadings: per kernel, the elasticity of predicted time to each counter group,
+d log t / d log x summed over the group's counters (chain rule through the
+regression, the score weights, the standardisation and the log transform).
+``memory`` (global requests, sectors, DRAM bytes) -> ``memory-bandwidth``,
+``shared`` (shared-memory requests and wavefronts) -> ``memory-bandwidth``,
+``instructions`` (instructions executed/issued, FLOPs) -> ``compute``,
+``barriers`` -> ``synchronization``, when that group's elasticity is >= 0.25
+and at least twice every other group's; otherwise ``unknown`` (typical when
+all counters grow together with problem size, the paper's PC1). This is a
+statistical attribution ("time grows with these counters"), not a mechanism.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from nvperf_bridge.columns import describe_missing
+from nvperf_bridge.errors import ModelError
+from nvperf_bridge.gpu import GpuProfile
+from nvperf_bridge.hookspecs import hookimpl
+from nvperf_bridge.model import Requirements, column_or_nan, empty_result, missing_inputs
+
+MODEL_ID = "kerr"
+MODEL_VERSION = "1.0.0"
+FORMAT_VERSION = 1
+
+MIN_KERNELS = 8  # timed kernels needed to fit (LOO or trained model)
+MIN_FEATURES = 3  # non-constant counters needed for a PCA worth the name
+DEFAULT_VARIANCE = 0.85  # Section 6.1: "at least 85% of the variance"
+DEFAULT_MAX_DEGREE = 2
+DEFAULT_SIGMA = 2.0  # Section 6.5: "within two standard deviations of the mean"
+DEFAULT_FLOOR_FRACTION = 0.01
+DEFAULT_MAX_CLUSTERS = 6
+DEFAULT_SEED = 0
+MIN_KERNELS_FOR_CLUSTERS = 10
+ELASTICITY_MIN = 0.25  # a group must move time at least this much (d log t / d log x)...
+ELASTICITY_RATIO = 2.0  # ...and at least this many times more than any other group
+DEFAULT_COALESCED_SECTORS = 4.0  # 32 threads x 4 bytes / 32-byte sectors on sector GPUs
+
+# (feature, transform, group, canonical columns it is computed from); the paper's
+# analogue (Table 3) in the comment. Groups feed the bottleneck attribution.
+FEATURES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ("grid_blocks", "count", "launch", ("grid_blocks",)),  # MIMD parallelism
+    ("block_threads", "count", "launch", ("block_threads",)),  # SIMD parallelism
+    ("registers_per_thread", "count", "launch", ("registers_per_thread",)),  # Registers_Per_Thread
+    ("shared_mem_per_block_bytes", "count", "launch", ("shared_mem_per_block_bytes",)),  # on-chip extent
+    ("achieved_occupancy", "fraction", "launch", ("achieved_occupancy",)),  # instrumented, like Activity_Factor
+    ("theoretical_occupancy", "fraction", "launch", ("theoretical_occupancy",)),
+    ("inst_executed", "count", "instructions", ("inst_executed",)),  # Dynamic_* instruction counts
+    ("inst_issued", "count", "instructions", ("inst_issued",)),
+    ("flop_sp", "count", "instructions", ("flop_sp",)),  # Dynamic_Float_single
+    ("flop_dp", "count", "instructions", ("flop_dp",)),  # Dynamic_Float_double
+    ("flop_hp", "count", "instructions", ("flop_hp",)),
+    ("inst_global_ld", "count", "memory", ("inst_global_ld",)),  # Dynamic_Memory_offchip
+    ("inst_global_st", "count", "memory", ("inst_global_st",)),
+    ("global_ld_sectors", "count", "memory", ("global_ld_sectors",)),
+    ("global_st_sectors", "count", "memory", ("global_st_sectors",)),
+    ("dram_read_bytes", "count", "memory", ("dram_read_bytes",)),
+    ("dram_write_bytes", "count", "memory", ("dram_write_bytes",)),
+    ("dram_bytes", "count", "memory", ("dram_bytes",)),
+    ("inst_shared_ld", "count", "shared", ("inst_shared_ld",)),  # Dynamic_Memory_onchip
+    ("inst_shared_st", "count", "shared", ("inst_shared_st",)),
+    ("shared_ld_wavefronts", "count", "shared", ("shared_ld_wavefronts",)),
+    ("shared_st_wavefronts", "count", "shared", ("shared_st_wavefronts",)),
+    ("inst_barrier", "count", "barriers", ("inst_barrier",)),  # Dynamic_Parallelism / context switches
+    ("l2_hit_rate", "fraction", "ratio", ("l2_hit_rate",)),
+    ("memory_intensity", "fraction", "ratio", ("inst_global_ld", "inst_global_st", "inst_executed")),  # Memory_Intensity
+    ("memory_efficiency", "fraction", "ratio", ("inst_global_ld", "inst_global_st", "global_ld_sectors", "global_st_sectors")),  # Memory_Efficiency
+)
+FEATURE_INFO: dict[str, tuple[str, str, tuple[str, ...]]] = {name: (t, g, src) for name, t, g, src in FEATURES}
+
+# Not features, and why: the target itself, the target in cycles, rates that
+# divide work by the measured time (would leak it), and machine state.
+EXCLUDED: dict[str, str] = {
+    "duration_ns": "the regression target",
+    "sm_cycles": "elapsed cycles are the target in another unit",
+    "sol_sm_fraction": "a throughput: work / measured time",
+    "sol_memory_fraction": "a throughput: work / measured time",
+    "sol_dram_fraction": "a throughput: work / measured time",
+    "sm_clock_hz": "machine state, not a program metric",
+}
+
+# counter group -> shared bottleneck label (groups not listed are never named a bottleneck)
+GROUP_BOTTLENECK: dict[str, str] = {
+    "memory": "memory-bandwidth",
+    "shared": "memory-bandwidth",
+    "instructions": "compute",
+    "barriers": "synchronization",
+}
+
+
+# ---- features -----------------------------------------------------------------
+
+def feature_table(kernels: pd.DataFrame, coalesced_sectors: float) -> pd.DataFrame:
+    """Every candidate feature as raw values (NaN where its counters are missing)."""
+    table = {name: column_or_nan(kernels, name) for name, _, _, src in FEATURES if src == (name,)}
+    requests = column_or_nan(kernels, "inst_global_ld") + column_or_nan(kernels, "inst_global_st")
+    sectors = column_or_nan(kernels, "global_ld_sectors") + column_or_nan(kernels, "global_st_sectors")
+    executed = column_or_nan(kernels, "inst_executed")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table["memory_intensity"] = (requests / executed).where(executed > 0)  # Sec. 5.1 Memory Intensity
+        table["memory_efficiency"] = (requests * coalesced_sectors / sectors).where(sectors > 0)  # Sec. 5.1 Memory Efficiency
+    return pd.DataFrame(table, index=kernels.index)[[name for name, *_ in FEATURES]]
+
+
+def _transform(values: np.ndarray, transforms: list[str]) -> np.ndarray:
+    out = values.astype("float64").copy()
+    logs = np.array([t == "log1p" for t in transforms])
+    with np.errstate(invalid="ignore"):
+        out[:, logs] = np.log1p(np.where(out[:, logs] >= 0, out[:, logs], np.nan))
+    return out
+
+
+def _feature_transform(name: str, count_transform: str) -> str:
+    """'log1p' for counts when asked for (option feature_transform), else 'none'; fractions stay linear."""
+    return count_transform if FEATURE_INFO[name][0] == "count" else "none"
+
+
+def _select_features(table: pd.DataFrame, count_transform: str) -> tuple[list[str], dict[str, str]]:
+    """Features with a finite value for every training kernel and some variance (after transform)."""
+    kept: list[str] = []
+    dropped: dict[str, str] = {}
+    for name in table.columns:
+        column = table[name].to_numpy(dtype="float64")
+        transform = _feature_transform(name, count_transform)
+        if not np.isfinite(column).all():
+            dropped[name] = "not available for every training kernel"
+            continue
+        if transform == "log1p" and (column < 0).any():
+            dropped[name] = "negative values"
+            continue
+        values = _transform(column[:, None], [transform])[:, 0]
+        if np.std(values) <= 1e-9 * (1.0 + abs(float(np.mean(values)))):
+            dropped[name] = "constant over the training kernels"
+            continue
+        kept.append(name)
+    return kept, dropped
+
+
+# ---- PCA, varimax, clusters ------------------------------------------------------
+
+def varimax(loadings: np.ndarray, max_iter: int = 500, tol: float = 1e-10) -> np.ndarray:
+    """Kaiser's varimax (with Kaiser row normalisation): the orthogonal rotation R
+    maximising the variance of the squared loadings (Section 6.1, Manly 1986)."""
+    p, k = loadings.shape
+    if k < 2:
+        return np.eye(k)
+    communality = np.sqrt((loadings**2).sum(axis=1))
+    a = loadings / np.where(communality > 0, communality, 1.0)[:, None]
+    rotation = np.eye(k)
+    criterion = 0.0
+    for _ in range(max_iter):
+        lr = a @ rotation
+        u, s, vt = np.linalg.svd(a.T @ (lr**3 - lr * (lr**2).sum(axis=0) / p))
+        rotation = u @ vt
+        if s.sum() < criterion * (1.0 + tol):
+            break
+        criterion = s.sum()
+    return rotation
+
+
+def _silhouette(points: np.ndarray, labels: np.ndarray) -> float:
+    """Mean silhouette coefficient (Rousseeuw 1987), vectorised."""
+    d = np.sqrt(((points[:, None, :] - points[None, :, :]) ** 2).sum(axis=2))
+    clusters = np.unique(labels)
+    if len(clusters) < 2:
+        return -1.0
+    member = labels[None, :] == clusters[:, None]  # (K, n)
+    sizes = member.sum(axis=1)
+    sums = d @ member.T  # (n, K): distance sums to each cluster
+    own = np.searchsorted(clusters, labels)
+    own_size = sizes[own]
+    a = np.where(own_size > 1, sums[np.arange(len(labels)), own] / np.maximum(own_size - 1, 1), 0.0)
+    mean_other = sums / sizes[None, :]
+    mean_other[np.arange(len(labels)), own] = np.inf
+    b = mean_other.min(axis=1)
+    s = np.where(own_size > 1, (b - a) / np.maximum(np.maximum(a, b), 1e-300), 0.0)
+    return float(s.mean())
+
+
+def _kmeans(points: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """Best of 5 seeded k-means++ runs: (centers, labels, inertia)."""
+    from scipy.cluster.vq import kmeans2
+
+    best: tuple[np.ndarray, np.ndarray, float] | None = None
+    for start in range(5):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            centers, labels = kmeans2(points, k, minit="++", seed=np.random.default_rng(seed + start))
+        if len(np.unique(labels)) < k:
+            continue
+        inertia = float(((points - centers[labels]) ** 2).sum())
+        if best is None or inertia < best[2]:
+            best = (centers, labels, inertia)
+    if best is None:
+        return points.mean(axis=0, keepdims=True), np.zeros(len(points), dtype=int), float("nan")
+    return best
+
+
+def _clusters(scores: np.ndarray, max_clusters: int, seed: int) -> dict[str, Any]:
+    n = len(scores)
+    if n < MIN_KERNELS_FOR_CLUSTERS or max_clusters < 2:
+        return {"k": 1, "centers": scores.mean(axis=0, keepdims=True).tolist(), "silhouette": None, "seed": seed}
+    rng = np.random.default_rng(seed)
+    sample = rng.choice(n, size=min(n, 2000), replace=False)  # silhouette is O(n^2)
+    best: tuple[float, int, np.ndarray] | None = None
+    for k in range(2, min(max_clusters, n // 5) + 1):
+        centers, labels, _ = _kmeans(scores, k, seed)
+        if len(centers) < k:
+            continue
+        quality = _silhouette(scores[sample], labels[sample])
+        if best is None or quality > best[0] + 1e-12:
+            best = (quality, k, centers)
+    if best is None:
+        return {"k": 1, "centers": scores.mean(axis=0, keepdims=True).tolist(), "silhouette": None, "seed": seed}
+    return {"k": best[1], "centers": best[2].tolist(), "silhouette": best[0], "seed": seed}
+
+
+def _assign(scores: np.ndarray, centers: np.ndarray) -> np.ndarray:
+    return ((scores[:, None, :] - centers[None, :, :]) ** 2).sum(axis=2).argmin(axis=1)
+
+
+# ---- regression and POCS ---------------------------------------------------------
+
+def _design(scores: np.ndarray, degree: int) -> np.ndarray:
+    """[1, RC_1..RC_M, RC_1^2..RC_M^2, ...]: each component its own polynomial (Sec. 6.5)."""
+    columns = [np.ones((len(scores), 1))] + [scores**d for d in range(1, degree + 1)]
+    return np.hstack(columns)
+
+
+def _term_names(m: int, degree: int) -> list[str]:
+    return ["1"] + [f"RC{j + 1}" if d == 1 else f"RC{j + 1}^{d}" for d in range(1, degree + 1) for j in range(m)]
+
+
+def _choose_degree(n: int, m: int, max_degree: int) -> int:
+    """Largest N <= max_degree with n >= 2 (N M + 1): twice the paper's N x M minimum."""
+    for degree in range(max(1, max_degree), 0, -1):
+        if n >= 2 * (degree * m + 1):
+            return degree
+    return 1
+
+
+def _to_target(t_ns: np.ndarray, target: str) -> np.ndarray:
+    return np.log(t_ns) if target == "log" else t_ns
+
+
+def _from_target(y: np.ndarray, target: str) -> np.ndarray:
+    return np.exp(y) if target == "log" else y
+
+
+def pocs(t_ns: np.ndarray, floor_ns: np.ndarray, low_ns: np.ndarray, high_ns: np.ndarray, max_iter: int = 20) -> np.ndarray:
+    """Alternating projections onto C1 = {t >= floor > 0} and C2 = {low <= t <= high} (Sec. 6.5, ref 2).
+
+    Both sets are intervals of t, so this reaches their intersection in at most two sweeps; NaN stays NaN.
+    """
+    current = t_ns.astype("float64").copy()
+    for _ in range(max_iter):
+        previous = current
+        current = np.maximum(current, floor_ns)  # C1: execution times are positive
+        current = np.clip(current, low_ns, high_ns)  # C2: within sigma sd of the training mean (log time)
+        if np.array_equal(current, previous, equal_nan=True):
+            break
+    return current
+
+
+def _pocs_bounds(t_ns: np.ndarray, sigma: float, floor_fraction: float) -> dict[str, float]:
+    """C1 floor and C2 interval from the training times: mean +- sigma sd of log time (geometric),
+    widened to the measured range (a time that was measured is plausible by definition)."""
+    logs = np.log(t_ns)
+    mean, sd = float(logs.mean()), float(logs.std(ddof=1))
+    return {
+        "sigma": sigma,
+        "log_mean": mean,
+        "log_std": sd,
+        "floor_ns": floor_fraction * float(t_ns.min()),
+        "low_ns": min(float(np.exp(mean - sigma * sd)), float(t_ns.min())),
+        "high_ns": max(float(np.exp(mean + sigma * sd)), float(t_ns.max())),
+    }
+
+
+# ---- fitting ------------------------------------------------------------------
+
+# The two regression forms ``form: auto`` chooses between (by exact leave-one-out MAPE on the
+# training kernels): "additive" is the paper's form (raw metrics, time) with relative least
+# squares, right when time ~ overhead + sum of cost x count; "power" regresses log time on log
+# counts, right when time ~ product of powers of the counts.
+FORMS: dict[str, dict[str, str]] = {
+    "additive": {"feature_transform": "none", "target": "linear", "weighting": "relative"},
+    "power": {"feature_transform": "log1p", "target": "log", "weighting": "none"},
+}
+
+
+def _options(options: Mapping[str, Any]) -> dict[str, Any]:
+    form = str(options.get("form", "auto"))
+    if form not in ("auto", *FORMS):
+        raise ModelError(f"option form must be 'auto', {', '.join(repr(f) for f in FORMS)}; got {form!r}", model_id=MODEL_ID)
+    explicit = any(key in options for key in ("target", "feature_transform", "weighting"))
+    defaults = FORMS["additive" if form == "auto" else form]
+    target = str(options.get("target", defaults["target"]))
+    if target not in ("log", "linear"):
+        raise ModelError(f"option target must be 'linear' or 'log', got {target!r}", model_id=MODEL_ID)
+    transform = str(options.get("feature_transform", defaults["feature_transform"]))
+    if transform not in ("none", "log1p"):
+        raise ModelError(f"option feature_transform must be 'none' or 'log1p', got {transform!r}", model_id=MODEL_ID)
+    weighting = str(options.get("weighting", defaults["weighting"]))
+    if weighting not in ("relative", "none"):
+        raise ModelError(f"option weighting must be 'relative' or 'none', got {weighting!r}", model_id=MODEL_ID)
+    variance = float(options.get("variance", DEFAULT_VARIANCE))
+    if not 0.0 < variance <= 1.0:
+        raise ModelError(f"option variance must be in (0, 1], got {variance}", model_id=MODEL_ID)
+    return {
+        "form": "custom" if explicit else form,
+        "target": target,
+        "feature_transform": transform,
+        "weighting": weighting,
+        "variance": variance,
+        "max_degree": int(options.get("max_degree", DEFAULT_MAX_DEGREE)),
+        "sigma": float(options.get("pocs_sigma", DEFAULT_SIGMA)),
+        "floor_fraction": float(options.get("pocs_floor_fraction", DEFAULT_FLOOR_FRACTION)),
+        "max_clusters": int(options.get("max_clusters", DEFAULT_MAX_CLUSTERS)),
+        "seed": int(options.get("seed", DEFAULT_SEED)),
+    }
+
+
+def _timed(kernels: pd.DataFrame) -> pd.Series:
+    t = column_or_nan(kernels, "duration_ns")
+    return np.isfinite(t) & (t > 0)
+
+
+def _fit_arrays(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: float,
+                opts: dict[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The fit itself on training rows; returns the JSON dict and arrays the LOO path reuses."""
+    n = len(t_ns)
+    features, dropped = _select_features(table, opts["feature_transform"])
+    if n < MIN_KERNELS or len(features) < MIN_FEATURES:
+        raise ModelError(
+            f"needs at least {MIN_KERNELS} kernels with a measured duration_ns and {MIN_FEATURES} non-constant "
+            f"counters; got {n} kernels and {len(features)} usable counters ({', '.join(features) or 'none'})",
+            model_id=MODEL_ID,
+            hint="profile more kernels (or launches with different inputs) with gpu__time_duration.sum and the instruction/memory counters",
+        )
+    transforms = [_feature_transform(f, opts["feature_transform"]) for f in features]
+    raw = table[features].to_numpy(dtype="float64")
+    x = _transform(raw, transforms)
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0, ddof=1)
+    z = (x - mean) / scale  # Sec. 6.1: normalised (zero mean, unit variance)
+
+    # Sec. 6.1: PCA of the correlation matrix, keep >= variance of the total
+    corr = (z.T @ z) / (n - 1)
+    eigenvalues, eigenvectors = np.linalg.eigh(corr)
+    order = np.argsort(eigenvalues)[::-1]
+    eigenvalues = np.clip(eigenvalues[order], 0.0, None)
+    eigenvectors = eigenvectors[:, order]
+    explained = eigenvalues / eigenvalues.sum()
+    m = int(np.searchsorted(np.cumsum(explained), opts["variance"] - 1e-12) + 1)
+    m = max(1, min(m, len(features), n // 2 - 1))
+    vectors = eigenvectors[:, :m]
+    loadings = vectors * np.sqrt(eigenvalues[:m])  # factor loadings (the paper's Figure 5)
+
+    # Sec. 6.1: varimax rotation; sign and order the rotated components for readability
+    rotation = varimax(loadings)
+    rotated = loadings @ rotation
+    signs = np.sign(rotated[np.abs(rotated).argmax(axis=0), np.arange(m)])
+    signs[signs == 0] = 1.0
+    rotation = rotation * signs
+    rotated = rotated * signs
+    order_rc = np.argsort((rotated**2).sum(axis=0))[::-1]
+    rotation = rotation[:, order_rc]
+    rotated = rotated[:, order_rc]
+    weights = vectors / np.sqrt(np.where(eigenvalues[:m] > 0, eigenvalues[:m], 1.0)) @ rotation
+    scores = z @ weights  # rotated standardised scores: uncorrelated, unit variance
+
+    # Sec. 6.4: clusters on the component scores
+    clusters = _clusters(scores, opts["max_clusters"], opts["seed"])
+    labels = _assign(scores, np.asarray(clusters["centers"]))
+    clusters["sizes"] = np.bincount(labels, minlength=clusters["k"]).tolist()
+
+    # Sec. 6.5: polynomial regression of time on the components
+    degree = _choose_degree(n, m, opts["max_degree"])
+    design = _design(scores, degree)
+    y = _to_target(t_ns, opts["target"])
+    # relative least squares on a linear target (rows scaled by 1/t): every kernel's error counts
+    # in proportion, not the longest kernels' nanoseconds; the log target is relative already
+    row_weight = 1.0 / t_ns if (opts["target"] == "linear" and opts["weighting"] == "relative") else np.ones(n)
+    coefficients, *_ = np.linalg.lstsq(design * row_weight[:, None], y * row_weight, rcond=None)
+    fitted = design @ coefficients
+    ss_res = float(((y - fitted) ** 2).sum())
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+    data: dict[str, Any] = {
+        "model": MODEL_ID,
+        "format_version": FORMAT_VERSION,
+        "model_version": MODEL_VERSION,
+        "gpu": gpu_id,
+        "n_train": n,
+        "features": features,
+        "transforms": transforms,
+        "groups": [FEATURE_INFO[f][1] for f in features],
+        "dropped_features": dropped,
+        "coalesced_sectors_per_request": coalesced,
+        "mean": mean.tolist(),
+        "scale": scale.tolist(),
+        "pca": {
+            "variance_threshold": opts["variance"],
+            "eigenvalues": eigenvalues.tolist(),
+            "explained_variance_ratio": explained.tolist(),
+            "n_components": m,
+            "loadings": loadings.tolist(),
+            "rotation": rotation.tolist(),
+            "rotated_loadings": rotated.tolist(),
+            "score_weights": weights.tolist(),
+        },
+        "clusters": clusters,
+        "regression": {
+            "target": opts["target"],
+            "weighting": opts["weighting"] if opts["target"] == "linear" else "none",
+            "degree": degree,
+            "terms": _term_names(m, degree),
+            "coefficients": coefficients.tolist(),
+            "r2": (1.0 - ss_res / ss_tot) if ss_tot > 0 else None,
+        },
+        "pocs": _pocs_bounds(t_ns, opts["sigma"], opts["floor_fraction"]),
+        "training_ranges": {
+            "feature_min": raw.min(axis=0).tolist(),
+            "feature_max": raw.max(axis=0).tolist(),
+            "duration_ns_min": float(t_ns.min()),
+            "duration_ns_max": float(t_ns.max()),
+        },
+    }
+    arrays = {"scores": scores, "design": design, "y": y, "fitted": fitted, "labels": labels, "row_weight": row_weight}
+    return data, arrays
+
+
+def _fit_selected(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: float,
+                  opts: dict[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``_fit_arrays`` with the form fixed, or (form auto) both forms, keeping the lower LOO MAPE."""
+    if opts["form"] != "auto":
+        data, arrays = _fit_arrays(table, t_ns, gpu_id, coalesced, opts)
+        data["form"] = opts["form"]
+        return data, arrays
+    candidates: dict[str, tuple[float, dict[str, Any], dict[str, np.ndarray]]] = {}
+    for form, settings in FORMS.items():
+        data, arrays = _fit_arrays(table, t_ns, gpu_id, coalesced, {**opts, **settings})
+        _, loo_ns, _ = _loo(arrays, data, t_ns)
+        mape = float(np.nanmean(np.abs(loo_ns - t_ns) / t_ns)) if np.isfinite(loo_ns).any() else float("inf")
+        candidates[form] = (mape, data, arrays)
+    best = min(candidates, key=lambda f: candidates[f][0])  # ties keep the paper's additive form
+    _, data, arrays = candidates[best]
+    data["form"] = best
+    data["form_selection"] = {f: (c[0] if np.isfinite(c[0]) else None) for f, c in candidates.items()}
+    return data, arrays
+
+
+def _loo(arrays: dict[str, np.ndarray], data: dict[str, Any], t_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact leave-one-out for the (weighted) regression and the POCS sets.
+
+    Regression: the LOO residual is e_i / (1 - h_ii) in the weighted problem (rows scaled by w_i;
+    the fit without row i does not depend on w_i). Returns (raw LOO prediction in ns,
+    POCS'd LOO prediction in ns, leverage h_ii); NaN where h_ii = 1 (LOO undefined).
+    """
+    design, y, fitted, w = arrays["design"], arrays["y"], arrays["fitted"], arrays["row_weight"]
+    weighted = design * w[:, None]
+    u, s, _ = np.linalg.svd(weighted, full_matrices=False)
+    rank = int((s > s.max() * max(weighted.shape) * np.finfo(float).eps).sum())
+    leverage = (u[:, :rank] ** 2).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y_loo = y - (y - fitted) / (1.0 - leverage)
+    y_loo[leverage > 1.0 - 1e-9] = np.nan
+    raw_ns = _from_target(y_loo, data["regression"]["target"])
+    floor_fraction = data["pocs"]["floor_ns"] / float(t_ns.min())
+    projected = pocs(raw_ns, *_loo_bounds(t_ns, data["pocs"]["sigma"], floor_fraction))
+    return raw_ns, projected, leverage
+
+
+def _loo_bounds(t_ns: np.ndarray, sigma: float, floor_fraction: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """POCS sets without kernel i: floor from the others' shortest time, C2 from the others' log times."""
+    n = len(t_ns)
+    logs = np.log(t_ns)
+    centred = logs - logs.mean()  # centred sums avoid cancellation in the variance
+    mean_wo = logs.mean() - centred / (n - 1)
+    var_wo = ((centred**2).sum() - centred**2 - (n - 1) * (centred / (n - 1)) ** 2) / (n - 2)
+    sd_wo = np.sqrt(np.clip(var_wo, 0.0, None))
+    order = np.argsort(t_ns)
+    min_wo = np.full(n, t_ns[order[0]])
+    min_wo[order[0]] = t_ns[order[1]]
+    max_wo = np.full(n, t_ns[order[-1]])
+    max_wo[order[-1]] = t_ns[order[-2]]
+    low = np.minimum(np.exp(mean_wo - sigma * sd_wo), min_wo)
+    high = np.maximum(np.exp(mean_wo + sigma * sd_wo), max_wo)
+    return floor_fraction * min_wo, low, high
+
+
+def fit(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Fit on the kernels with a measured duration_ns; a JSON-serialisable dict."""
+    opts = _options(options)
+    coalesced = float(gpu.get("coalesced_sectors_per_request", DEFAULT_COALESCED_SECTORS))
+    timed = _timed(kernels)
+    train = kernels[timed]
+    t_ns = column_or_nan(train, "duration_ns").to_numpy()
+    data, arrays = _fit_selected(feature_table(train, coalesced), t_ns, gpu.id, coalesced, opts)
+    if len(t_ns) >= 3:
+        _, loo_ns, _ = _loo(arrays, data, t_ns)
+        ape = np.abs(loo_ns - t_ns) / t_ns
+        data["loo_mape"] = float(np.nanmean(ape)) if np.isfinite(ape).any() else None
+    return data
+
+
+# ---- prediction ----------------------------------------------------------------
+
+def _check_model_data(data: Any) -> dict[str, Any]:
+    if not isinstance(data, Mapping):
+        raise ModelError(
+            f"model_data must be the dict that 'nvperf-bridge fit kerr' wrote, got {type(data).__name__}",
+            model_id=MODEL_ID,
+        )
+    if data.get("model") != MODEL_ID:
+        raise ModelError(f"model_data was fitted for model {data.get('model')!r}, not {MODEL_ID!r}", model_id=MODEL_ID)
+    if data.get("format_version") != FORMAT_VERSION:
+        raise ModelError(
+            f"model_data has format_version {data.get('format_version')!r}; this kerr reads {FORMAT_VERSION}",
+            model_id=MODEL_ID, hint="refit with this version: nvperf-bridge fit kerr TRAIN... -o kerr.json",
+        )
+    return dict(data)
+
+
+def _predict_core(data: dict[str, Any], table: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Scores, clusters, raw regression (target space) and elasticities for the given feature rows."""
+    features = data["features"]
+    x = _transform(table[features].to_numpy(dtype="float64"), data["transforms"])
+    scale = np.asarray(data["scale"])
+    z = (x - np.asarray(data["mean"])) / scale
+    weights = np.asarray(data["pca"]["score_weights"])
+    scores = z @ weights
+    labels = _assign(scores, np.asarray(data["clusters"]["centers"]))
+    degree = int(data["regression"]["degree"])
+    coefficients = np.asarray(data["regression"]["coefficients"])
+    y = _design(scores, degree) @ coefficients
+    # d y / d RC_j = sum_d d b_jd RC_j^(d-1)
+    m = scores.shape[1]
+    slope = np.zeros_like(scores)
+    for d in range(1, degree + 1):
+        slope += d * coefficients[1 + (d - 1) * m: 1 + d * m] * scores ** (d - 1)
+    # chain rule to d log t / d log x_f: through the score weights, the z-score and the transform
+    dy_du = slope @ (weights / scale[:, None]).T  # (n, p)
+    raw = table[features].to_numpy(dtype="float64")
+    logs = np.array([t == "log1p" for t in data["transforms"]])
+    du_dlogx = np.where(logs[None, :], raw / (1.0 + raw), raw)
+    elasticity = dy_du * du_dlogx
+    if data["regression"]["target"] == "linear":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            elasticity = elasticity / np.where(y > 0, y, np.nan)[:, None]
+    return {"scores": scores, "labels": labels, "y": y, "elasticity": elasticity}
+
+
+def _bottleneck(data: dict[str, Any], elasticity: np.ndarray, index: pd.Index) -> tuple[pd.Series, pd.DataFrame, pd.Series]:
+    """Group elasticities -> shared bottleneck label and a short reason."""
+    groups = np.asarray(data["groups"])
+    named = list(dict.fromkeys(g for g in GROUP_BOTTLENECK if (groups == g).any()))
+    sums = pd.DataFrame({g: elasticity[:, groups == g].sum(axis=1) for g in named}, index=index)
+    label = pd.Series("unknown", index=index, dtype="object")
+    reason = pd.Series("no counter group dominates the predicted time", index=index, dtype="object")
+    if sums.shape[1] == 0:
+        return label, sums, reason
+    values = sums.to_numpy()
+    ranked = np.sort(values, axis=1)
+    top = pd.Series(ranked[:, -1], index=index)
+    runner_up = pd.Series(ranked[:, -2] if values.shape[1] > 1 else np.zeros(len(index)), index=index)
+    best = pd.Series(np.asarray(sums.columns)[values.argmax(axis=1)], index=index, dtype="object")
+    decisive = (top >= ELASTICITY_MIN) & (top >= ELASTICITY_RATIO * runner_up.clip(lower=0.0)) & np.isfinite(values).all(axis=1)
+    label[decisive] = best[decisive].map(GROUP_BOTTLENECK)
+    reason[decisive] = "time driven by " + best[decisive] + " counters (elasticity " + top[decisive].round(2).astype(str) + ")"
+    return label, sums, reason
+
+
+def predict(kernels: pd.DataFrame, data: Mapping[str, Any], mode: str = "trained model") -> pd.DataFrame:
+    """Predict every kernel from a fitted dict (errors for kernels missing a feature's counters)."""
+    data = _check_model_data(data)
+    result = empty_result(kernels)
+    coalesced = float(data.get("coalesced_sectors_per_request", DEFAULT_COALESCED_SECTORS))
+    table = feature_table(kernels, coalesced)
+    needed = list(dict.fromkeys(c for f in data["features"] for c in FEATURE_INFO[f][2]))
+    reasons = missing_inputs(kernels, needed)
+    values = table[data["features"]].to_numpy(dtype="float64")
+    bad_values = ~np.isfinite(_transform(values, data["transforms"])).all(axis=1)
+    reasons[(reasons == "") & bad_values] = "a counter used as a Kerr feature is negative or not finite"
+    ok = (reasons == "").to_numpy()
+    _fill(result, kernels.index[ok], data, table[ok], mode)
+    result.loc[~ok, "error"] = reasons[~ok]
+    return result
+
+
+def _fill(result: pd.DataFrame, rows: pd.Index, data: dict[str, Any], table: pd.DataFrame, mode: str,
+          override_ns: np.ndarray | None = None, bounds: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
+    """Write predictions and details for ``rows`` (``override_ns``/``bounds``: the LOO values)."""
+    if len(rows) == 0:
+        return
+    core = _predict_core(data, table)
+    raw_ns = _from_target(core["y"], data["regression"]["target"]) if override_ns is None else override_ns
+    if bounds is None:
+        p = data["pocs"]
+        bounds = (np.full(len(rows), p["floor_ns"]), np.full(len(rows), p["low_ns"]), np.full(len(rows), p["high_ns"]))
+    predicted = pocs(raw_ns, *bounds)
+    clipped = np.abs(predicted - raw_ns) > 1e-12 * np.abs(raw_ns)
+    label, sums, reason = _bottleneck(data, core["elasticity"], rows)
+    scores = core["scores"]
+    k = int(data["clusters"]["k"])
+    lo = np.asarray(data["training_ranges"]["feature_min"])
+    hi = np.asarray(data["training_ranges"]["feature_max"])
+    raw = table[data["features"]].to_numpy(dtype="float64")
+    outside = ((raw < lo) | (raw > hi)).sum(axis=1)
+
+    result.loc[rows, "predicted_ns"] = predicted
+    result.loc[rows, "bottleneck"] = label.to_numpy()
+    state = pd.Series(f"cluster ", index=rows, dtype="object") + pd.Series(core["labels"] + 1, index=rows).astype(str) + f"/{k}; "
+    state = state + reason
+    state[clipped] = state[clipped] + "; POCS moved the regression into the training range"
+    state[outside > 0] = state[outside > 0] + "; " + pd.Series(outside, index=rows)[outside > 0].astype(str) + " feature(s) outside the training range"
+    result.loc[rows, "state"] = state.to_numpy()
+    result.loc[rows, "mode"] = mode
+    result.loc[rows, "cluster"] = core["labels"] + 1
+    result.loc[rows, "regression_ns"] = raw_ns
+    result.loc[rows, "pocs_clipped"] = clipped
+    result.loc[rows, "features_outside_training_range"] = outside
+    for j in range(scores.shape[1]):
+        result.loc[rows, f"RC{j + 1}"] = scores[:, j]
+    for group in sums.columns:
+        result.loc[rows, f"elasticity_{group}"] = sums[group].to_numpy()
+
+
+class KerrModel:
+    """PCA + varimax + clusters + polynomial regression + POCS (Kerr et al., GPGPU-3 2010)."""
+
+    id = MODEL_ID
+    version = MODEL_VERSION
+    description = (
+        "Statistical model: normalised PCA (>= 85% variance) + varimax, k-means clusters, polynomial "
+        "regression of time on the components, POCS onto positive / within-2-sd constraints"
+    )
+    paper = "A. Kerr, G. Diamos, S. Yalamanchili, Modeling GPU-CPU workloads and systems, GPGPU-3, 2010"
+    requires = Requirements(
+        required=(),
+        optional=("duration_ns", *dict.fromkeys(c for _, _, _, src in FEATURES for c in src)),
+    )
+    constants = ()
+
+    def fit(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> dict[str, Any]:
+        """Fit on the kernels with measured duration_ns; returns the JSON-serialisable model."""
+        return fit(kernels, gpu, options)
+
+    def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
+        data = options.get("model_data")
+        if data is not None:
+            return predict(kernels, data)
+        return self._leave_one_out(kernels, gpu, options)
+
+    def _leave_one_out(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
+        opts = _options(options)
+        coalesced = float(gpu.get("coalesced_sectors_per_request", DEFAULT_COALESCED_SECTORS))
+        timed = _timed(kernels)
+        table_all = feature_table(kernels, coalesced)
+        t_ns = column_or_nan(kernels, "duration_ns")[timed].to_numpy()
+        try:
+            data, arrays = _fit_selected(table_all[timed], t_ns, gpu.id, coalesced, opts)
+        except ModelError as exc:
+            result = empty_result(kernels)
+            result["error"] = (
+                f"needs a trained model: nvperf-bridge fit kerr TRAIN... -o kerr.json, then analyze --model-data "
+                f"kerr=kerr.json; or at least {MIN_KERNELS} kernels with measured durations (duration_ns, ncu --metrics "
+                f"gpu__time_duration.sum) and {MIN_FEATURES} varying counters in the input ({exc.message})"
+            )
+            return result
+        # kernels without a time: the model fitted on all timed kernels
+        result = predict(kernels, data, mode="fitted on the input's timed kernels")
+        raw_loo, _, leverage = _loo(arrays, data, t_ns)
+        bounds = _loo_bounds(t_ns, opts["sigma"], opts["floor_fraction"])
+        rows = kernels.index[timed.to_numpy()]
+        _fill(result, rows, data, table_all.loc[rows], "leave-one-out", override_ns=raw_loo, bounds=bounds)
+        undefined = pd.Series(np.isnan(raw_loo), index=rows)
+        if undefined.any():
+            where = undefined[undefined].index
+            result.loc[where, "predicted_ns"] = np.nan
+            result.loc[where, "error"] = (
+                "leave-one-out undefined: this kernel alone determines a regression term (leverage 1); "
+                "add kernels like it or use a trained model"
+            )
+        result.loc[rows, "leverage"] = leverage
+        return result
+
+
+MODEL = KerrModel()
+
+
+@hookimpl
+def register_models(register: Any) -> None:
+    register(MODEL)
