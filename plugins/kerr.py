@@ -193,6 +193,9 @@ def _select_features(table: pd.DataFrame, count_transform: str) -> tuple[list[st
     for name in table.columns:
         column = table[name].to_numpy(dtype="float64")
         transform = _feature_transform(name, count_transform)
+        if not np.isfinite(column).any():
+            dropped[name] = "not collected"
+            continue
         if not np.isfinite(column).all():
             dropped[name] = "not available for every training kernel"
             continue

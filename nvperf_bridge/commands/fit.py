@@ -1,10 +1,120 @@
-"""``nvperf-bridge fit``: placeholder while the command is being built (replaced by its owner)."""
+"""``nvperf-bridge fit MODEL TRAIN... -o model.json``: train a learned model (such as Kerr's)
+on profiled kernels with measured durations and write what it learned as JSON.
+
+Generic over the installed models: any model object with a ``fit(kernels, gpu, options)
+-> dict`` method can be fitted; the dict must be JSON-serialisable. The file is later
+given back to the model with ``analyze --model-data MODEL=model.json`` (the CLI reads it
+and passes the dict in ``options["model_data"]``; models never touch files).
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any, List, Optional
 
-def fit_command() -> None:
-    """Not built yet."""
+import typer
+
+
+def fit_command(
+    model_id: str = typer.Argument(..., metavar="MODEL", help="Model to train, e.g. kerr (see 'nvperf-bridge models')."),
+    train: List[Path] = typer.Argument(..., metavar="TRAIN...", help="Profiler files with counters and measured durations."),
+    output: Path = typer.Option(..., "--output", "-o", help="JSON file to write the fitted model to."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU profile id or YAML file (default: matched from the device name)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite the output file if it exists."),
+    plugin: Optional[List[str]] = typer.Option(None, "--plugin", help="Also load a model plugin from this .py file."),
+    profile_dir: Optional[List[Path]] = typer.Option(None, "--profile-dir", help="Also look for GPU profiles in this folder."),
+) -> None:
+    """Fit a learned model on the kernels in TRAIN... and write it as JSON (atomically).
+
+    Use it afterwards with: nvperf-bridge analyze PROFILE --model-data MODEL=FILE.json
+    """
+    from nvperf_bridge.registry import load_registry
+    from nvperf_bridge.reports.write import check_writable
+
+    registry = load_registry(plugin or [])
+    for problem in registry.problems:
+        typer.echo(f"nvperf-bridge: warning: {problem}", err=True)
+    model = _fittable_model(registry, model_id)
+    check_writable(output, force=force)  # before the import and the fit, which can take a while
+    imported = _read_training(list(train))
+    for warning in imported.warnings:
+        typer.echo(f"nvperf-bridge: warning: {warning}", err=True)
+    document = fit_model(model, imported.kernels, gpu, tuple(profile_dir or ()), [str(p) for p in train])
+    write_model_json(document, output, force=force)
+    summary = document.get("provenance", {})
+    typer.echo(
+        f"fitted {model_id} on {summary.get('kernels', '?')} kernel row(s) from {len(train)} file(s), GPU profile "
+        f"{summary.get('gpu', '?')} ({summary.get('gpu_choice', '')}); wrote {output}: use it with "
+        f"analyze --model-data {model_id}={output}",
+        err=True,
+    )
+
+
+def _fittable_model(registry: Any, model_id: str) -> Any:
+    """The registered model with a callable ``fit``, else a usage error that says why."""
     from nvperf_bridge.errors import UsageError
 
-    raise UsageError("'fit' is not built yet")
+    if model_id not in registry.models:
+        raise UsageError(f"unknown model {model_id!r}", hint="run 'nvperf-bridge models' to list the installed ones")
+    model = registry.get(model_id)
+    if not callable(getattr(model, "fit", None)):
+        fittable = sorted(mid for mid, lm in registry.models.items() if callable(getattr(lm.model, "fit", None)))
+        raise UsageError(
+            f"model {model_id!r} has nothing to fit (it is analytical: no fit() method)",
+            hint=f"models that can be fitted: {', '.join(fittable) or 'none installed'}; "
+                 "to tune an analytical model's machine constants use 'nvperf-bridge calibrate'",
+        )
+    return model
+
+
+def _read_training(paths: list[Path]) -> Any:
+    """The importer (kept behind one function so tests can hand over a KernelFrame directly)."""
+    from nvperf_bridge.importers import read_profiles
+
+    return read_profiles(paths)
+
+
+def fit_model(model: Any, kernels: Any, gpu: str | None, profile_dirs: tuple[Path, ...] = (),
+              sources: list[str] | None = None) -> dict[str, Any]:
+    """Pick the GPU profile, call ``model.fit`` and add provenance; returns the JSON-ready dict."""
+    import datetime as dt
+    import json
+
+    from nvperf_bridge import __version__
+    from nvperf_bridge.analysis import choose_gpu
+    from nvperf_bridge.errors import ModelError, NvperfError
+
+    profile, choice = choose_gpu(kernels, gpu, profile_dirs)
+    try:
+        fitted = model.fit(kernels, profile, {})
+    except NvperfError:
+        raise
+    except Exception as exc:  # plugin code may raise anything: one line, with the model named
+        raise ModelError(f"fit raised {type(exc).__name__}: {exc}", model_id=model.id) from exc
+    if not isinstance(fitted, dict):
+        raise ModelError(f"fit returned {type(fitted).__name__}, expected a dict", model_id=model.id)
+    document = dict(fitted)
+    document["provenance"] = {
+        "model": model.id,
+        "model_version": str(getattr(model, "version", "")),
+        "tool_version": __version__,
+        "gpu": profile.id,
+        "gpu_choice": choice,
+        "kernels": int(len(kernels)),
+        "training_files": list(sources or []),
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    try:
+        json.dumps(document, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"fit returned data that is not JSON-serialisable: {exc}", model_id=model.id) from None
+    return document
+
+
+def write_model_json(document: dict[str, Any], output: Path, *, force: bool = False) -> Path:
+    """Write the fitted model as indented JSON through a temp file + os.replace in the same folder."""
+    import json
+
+    from nvperf_bridge.reports.write import write_text
+
+    return write_text(output, json.dumps(document, indent=1, allow_nan=False) + "\n", force=force)
