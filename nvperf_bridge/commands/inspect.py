@@ -1,10 +1,110 @@
-"""``nvperf-bridge inspect``: placeholder while the command is being built (replaced by its owner)."""
+"""``nvperf-bridge inspect``: what was read from each file, what is filled, what is missing."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import List, Optional
 
-def inspect_command() -> None:
-    """Not built yet."""
-    from nvperf_bridge.errors import UsageError
+import typer
 
-    raise UsageError("'inspect' is not built yet")
+
+def inspect_command(
+    files: List[Path] = typer.Argument(..., help="Profiler outputs (ncu / nvprof CSV, kernel YAML)."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU profile id or YAML file to use instead of matching."),
+) -> None:
+    """Show the detected format, kernels, device, GPU profile, and canonical columns filled or missing."""
+    import json
+
+    from nvperf_bridge.importers import read_profiles
+
+    result = read_profiles(list(files))
+    report = build_report(result, gpu)
+    if as_json:
+        typer.echo(json.dumps(report, indent=2, default=str))
+        return
+    for line in render_text(report):
+        typer.echo(line)
+    for warning in report["warnings"]:
+        typer.echo(f"nvperf-bridge: warning: {warning}", err=True)
+
+
+def build_report(result, gpu: str | None) -> dict:
+    """The inspect report as plain data (also the --json output)."""
+    from nvperf_bridge.columns import CANONICAL_COLUMNS, IDENTITY_COLUMNS, collecting_metric
+
+    kernels = result.kernels
+    filled: dict[str, int] = {}
+    missing: list[dict[str, str]] = []
+    for name in CANONICAL_COLUMNS:
+        if name in IDENTITY_COLUMNS:
+            continue
+        count = int(kernels[name].notna().sum()) if name in kernels.columns else 0
+        if count:
+            filled[name] = count
+        else:
+            missing.append({"column": name, "ncu": collecting_metric(name, "ncu"),
+                            "nvprof": collecting_metric(name, "nvprof")})
+    raw = [c for c in kernels.columns if c not in CANONICAL_COLUMNS]
+    devices = sorted({str(d) for d in kernels.get("device", []) if d is not None and str(d) != "nan"})
+    return {
+        "files": [
+            {"path": f.path, "format": f.format, "kernels": f.kernels, "device": f.device,
+             "skipped": f.skipped, "notes": f.notes}
+            for f in result.inputs
+        ],
+        "kernels": int(len(kernels)),
+        "launches": int(kernels["invocations"].sum()) if "invocations" in kernels.columns else int(len(kernels)),
+        "devices": devices,
+        "gpu_profile": _choose_profile(result, devices, gpu),
+        "filled": filled,
+        "missing": missing,
+        "raw_columns": len(raw),
+        "warnings": list(result.warnings),
+    }
+
+
+def _choose_profile(result, devices: list[str], choice: str | None) -> dict:
+    from nvperf_bridge.errors import NvperfError
+    from nvperf_bridge.gpu import load_profiles, match_device, resolve_profile
+
+    if choice:
+        profile = resolve_profile(choice)  # a wrong --gpu is the user's error: let it raise
+        return {"id": profile.id, "name": profile.name, "how": "--gpu"}
+    try:
+        profiles = load_profiles()
+    except NvperfError as exc:
+        return {"id": None, "how": f"GPU profiles could not be loaded: {exc}"}
+    hints = [f.device for f in result.inputs if f.device] + devices
+    for hint in hints:
+        if hint in profiles:
+            return {"id": hint, "name": profiles[hint].name, "how": f"profile id {hint!r} given in the input"}
+        profile = match_device(hint, profiles)
+        if profile is not None:
+            return {"id": profile.id, "name": profile.name, "how": f"matched device {hint!r}"}
+    cc = sorted({str(c) for c in result.kernels.get("cc", []) if c is not None and str(c) != "nan"})
+    what = f"device {', '.join(devices)}" if devices else "no device name in the input"
+    return {"id": None, "how": f"no GPU profile matches ({what}{'; CC ' + ', '.join(cc) if cc else ''}); "
+                               "pass --gpu ID (see `nvperf-bridge gpus`)"}
+
+
+def render_text(report: dict) -> list[str]:
+    """Human-readable lines for the report."""
+    lines = []
+    for f in report["files"]:
+        lines.append(f"{f['path']}: {f['format']}, {f['kernels']} kernel rows, device: {f['device'] or 'unknown'}")
+        for skipped in f["skipped"]:
+            lines.append(f"    skipped {skipped}")
+        for note in f["notes"]:
+            lines.append(f"    note: {note}")
+    lines.append(f"kernels: {report['kernels']} rows ({report['launches']} launches)")
+    profile = report["gpu_profile"]
+    lines.append(f"GPU profile: {profile['id'] or 'none'} ({profile['how']})")
+    lines.append("filled: " + (", ".join(f"{k} ({v})" for k, v in report["filled"].items()) or "nothing"))
+    if report["missing"]:
+        lines.append("missing:")
+        for m in report["missing"]:
+            how = f"ncu --metrics {m['ncu']}" if m["ncu"] else "no ncu metric"
+            lines.append(f"    {m['column']}: {how}" + (f"; nvprof {m['nvprof']}" if m["nvprof"] else ""))
+    lines.append(f"raw counters kept: {report['raw_columns']}")
+    return lines

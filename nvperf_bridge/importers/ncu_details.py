@@ -117,9 +117,9 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
     if device_name is not None:
         index = frame["device"].dropna().unique() if "device" in frame.columns else []
         frame["device"] = device_name
+        given = f"only device index {', '.join(map(str, index))}" if len(index) else "no device column"
         info.notes.append(
-            f"device name {device_name!r} taken from the application's output before the table "
-            f"(the table itself gives only device index {', '.join(map(str, index)) or 'none'})"
+            f"device name {device_name!r} taken from the application's output before the table (the table has {given})"
         )
     frame = finish(canonicalize(frame, kinds, info.notes))
     info.kernels = len(frame)
