@@ -39,6 +39,8 @@ class ModelRun:
     constants: dict[str, ResolvedConstant] = field(default_factory=dict)
     failure: str = ""  # why the model as a whole produced nothing
     options: dict[str, Any] = field(default_factory=dict)
+    description: str = ""  # the model's one-line description, for report headers
+    constant_specs: dict[str, Any] = field(default_factory=dict)  # name -> ConstantSpec (unit, meaning), for reports
 
 
 @dataclass
@@ -143,7 +145,9 @@ def run_models(
         model = loaded.model
         model_options = dict(options.get(mid, {}))
         run = ModelRun(mid, str(getattr(model, "version", "")), str(getattr(model, "paper", "")), loaded.origin, None,
-                       options=model_options)
+                       options=model_options, description=str(getattr(model, "description", "")),
+                       constant_specs={spec.name: spec for spec in getattr(model, "constants", ())
+                                       if hasattr(spec, "name")})
         try:
             run.constants = resolve_constants(model, gpu)
             raw = model.evaluate(kernels, gpu, model_options)
