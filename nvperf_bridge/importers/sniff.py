@@ -22,8 +22,8 @@ SIGNATURES: tuple[tuple[str, frozenset[str], frozenset[str]], ...] = (
     ("nvprof-summary", frozenset({"Time(%)", "Time", "Calls", "Avg", "Name"}), frozenset()),
 )
 
-# candidate header lines: a quoted first field that one of the signatures starts with
-_HEADER_START = re.compile(r'^"(?:ID|Device|Start|Type|Time\(%\))",', re.M)
+# candidate header lines: a first field (quoted, or not in hand-converted files) that a signature starts with
+_HEADER_START = re.compile(r'^"?(?:ID|Device|Start|Type|Time\(%\))"?,', re.M)
 
 
 @dataclass(frozen=True)

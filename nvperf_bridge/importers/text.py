@@ -135,13 +135,18 @@ def read_table(
             units_line = region[first_nl + 1: second_nl if second_nl >= 0 else len(region)]
             units = next(iter(_csv_rows(units_line)), [])
             region = region[:first_nl + 1] + (region[second_nl + 1:] if second_nl >= 0 else "")
+    import warnings
+
     try:
-        frame = pd.read_csv(
-            io.StringIO(region), dtype=str if text_columns is None else {c: str for c in text_columns},
-            keep_default_na=False, na_values=[""],
-            skipinitialspace=False, engine="c", low_memory=False,
-        )
-    except pd.errors.ParserError:
+        with warnings.catch_warnings():
+            # a first row longer than the header would silently lose fields: treat it as ragged
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            frame = pd.read_csv(
+                io.StringIO(region), dtype=str if text_columns is None else {c: str for c in text_columns},
+                keep_default_na=False, na_values=[""], index_col=False,
+                skipinitialspace=False, engine="c", low_memory=False,
+            )
+    except (pd.errors.ParserError, pd.errors.ParserWarning):
         frame = _read_ragged(region)
     except pd.errors.EmptyDataError:
         raise InputError("the table has a header but no rows", path=path, line=table.header_line + 1) from None
