@@ -12,6 +12,7 @@ This module is the library entry point behind ``nvperf-bridge analyze``::
 from __future__ import annotations
 
 import datetime as _dt
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -123,14 +124,49 @@ def choose_gpu(kernels: pd.DataFrame, gpu: str | None, profile_dirs: Iterable[Pa
     )
 
 
+def _evaluate(model: Any, kernels: pd.DataFrame, gpu: GpuProfile, options: dict[str, Any],
+              timeout_s: float | None) -> Any:
+    """``model.evaluate`` on a shallow copy of the frame (a model that adds or replaces
+    columns cannot disturb the next one), within ``timeout_s`` seconds when given.
+
+    A model that overruns is abandoned, not killed: Python cannot stop a thread,
+    so it finishes in the background (a daemon thread, never blocking exit)
+    and its result is ignored.
+    """
+    frame = kernels.copy(deep=False)
+    if timeout_s is None:
+        return model.evaluate(frame, gpu, options)
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["result"] = model.evaluate(frame, gpu, options)
+        except BaseException as exc:  # re-raised in the caller's thread below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=target, name=f"model-{getattr(model, 'id', '?')}", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        raise ModelError(f"took longer than the {timeout_s:g} s model timeout; its results are left out",
+                         model_id=str(getattr(model, "id", "")))
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
 def run_models(
     kernels: pd.DataFrame,
     gpu: GpuProfile,
     registry: Registry,
     model_ids: list[str] | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
+    timeout_s: float | None = None,
 ) -> tuple[dict[str, ModelRun], list[str]]:
-    """Evaluate each selected model in isolation; one model's failure never stops the others."""
+    """Evaluate each selected model in isolation; one model's failure never stops the others.
+
+    ``timeout_s`` bounds each model's evaluate (None: no limit).
+    """
     options = options or {}
     warnings = list(registry.problems)
     wanted = list(registry.models) if not model_ids else list(model_ids)
@@ -150,7 +186,7 @@ def run_models(
                                        if hasattr(spec, "name")})
         try:
             run.constants = resolve_constants(model, gpu)
-            raw = model.evaluate(kernels, gpu, model_options)
+            raw = _evaluate(model, kernels, gpu, model_options, timeout_s)
             run.result, model_warnings = validate_result(mid, kernels, raw)
             warnings.extend(model_warnings)
         except NvperfError as exc:
@@ -172,11 +208,12 @@ def analyze(
     plugin_files: list[str | Path] | tuple[str | Path, ...] = (),
     profile_dirs: Iterable[Path] = (),
     registry: Registry | None = None,
+    timeout_s: float | None = None,
 ) -> Analysis:
-    """Run the models over already imported kernels."""
+    """Run the models over already imported kernels (``timeout_s``: limit per model)."""
     profile, choice = choose_gpu(imported.kernels, gpu, profile_dirs)
     registry = registry or load_registry(plugin_files)
-    runs, warnings = run_models(imported.kernels, profile, registry, model_ids, options)
+    runs, warnings = run_models(imported.kernels, profile, registry, model_ids, options, timeout_s)
     return Analysis(imported.kernels, profile, choice, runs, imported.inputs, [*imported.warnings, *warnings])
 
 

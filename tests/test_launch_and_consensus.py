@@ -7,19 +7,15 @@ import pandas as pd
 import pytest
 
 from nvperf_bridge.analysis import consensus_bottleneck
-from nvperf_bridge.gpu import profile_from_mapping
+from profile_factory import make_profile
+
 from nvperf_bridge.launch import active_blocks_per_sm, active_warps_per_sm, per_thread, repetitions, resource_blocks_per_sm
 
 
 @pytest.fixture
 def gpu():
     # Volta-like limits: 64 warps, 32 blocks, 64K registers, 96 KiB shared memory per SM, 80 SMs.
-    return profile_from_mapping({
-        "schema_version": 1, "id": "test-gpu", "name": "Test GPU", "match": ["Test GPU"],
-        "compute_capability": "7.0", "sm_count": 80, "cores_per_sm": 64, "max_warps_per_sm": 64,
-        "max_blocks_per_sm": 32, "registers_per_sm": 65536, "shared_mem_per_sm_bytes": 98304,
-        "sm_clock_mhz": 1530, "memory_bandwidth_gb_per_s": 900, "sources": {"all": "test"},
-    })
+    return make_profile()
 
 
 def frame(**columns: list[float]) -> pd.DataFrame:
