@@ -5,11 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
-from nvperf_bridge.analysis import consensus_bottleneck
 from profile_factory import make_profile
 
-from nvperf_bridge.launch import active_blocks_per_sm, active_warps_per_sm, per_thread, repetitions, resource_blocks_per_sm
+from nvperf_bridge.analysis import consensus_bottleneck
+from nvperf_bridge.launch import (
+    active_blocks_per_sm,
+    active_warps_per_sm,
+    per_thread,
+    repetitions,
+    resource_blocks_per_sm,
+)
 
 
 @pytest.fixture

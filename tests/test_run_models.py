@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-
 from profile_factory import make_profile
 
 from nvperf_bridge.analysis import run_models
