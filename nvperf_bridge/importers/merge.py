@@ -52,7 +52,8 @@ def combine(parsed: list[Parsed]) -> ImportResult:
 
     kernels = pd.concat(frames, ignore_index=True, sort=False) if frames else pd.DataFrame()
     kernels = _unique_ids(kernels)
-    kernels = finish(kernels) if not kernels.empty else kernels
+    if len(parsed) > 1:  # a single file is already in final shape
+        kernels = finish(kernels)
     return ImportResult(kernels=kernels, inputs=[p.info for p in parsed], warnings=warnings)
 
 
@@ -198,7 +199,8 @@ def _unique_ids(kernels: pd.DataFrame) -> pd.DataFrame:
         return kernels
     kernels = kernels.copy()
     clash = kernels["kernel_id"].duplicated(keep=False)
-    stems = kernels.loc[clash, "source"].map(lambda s: Path(str(s)).name)  # one call per row only where ids clash
+    sources = kernels.loc[clash, "source"].astype(str)
+    stems = sources.map({s: Path(s).name for s in sources.unique()})
     kernels.loc[clash, "kernel_id"] = stems + ":" + kernels.loc[clash, "kernel_id"].astype(str)
     if kernels["kernel_id"].duplicated().any():
         kernels["kernel_id"] = kernels["kernel_id"] + "#" + kernels.groupby("kernel_id").cumcount().astype(str)

@@ -128,13 +128,14 @@ def read_table(
     """
     region = table.region(text)
     units: list[str] | None = None
+    skip: list[int] | None = None
     if skip_units_row:
         first_nl = region.find("\n")
         second_nl = region.find("\n", first_nl + 1) if first_nl >= 0 else -1
         if first_nl >= 0:
             units_line = region[first_nl + 1: second_nl if second_nl >= 0 else len(region)]
             units = next(iter(_csv_rows(units_line)), [])
-            region = region[:first_nl + 1] + (region[second_nl + 1:] if second_nl >= 0 else "")
+            skip = [1]
     import warnings
 
     try:
@@ -143,11 +144,11 @@ def read_table(
             warnings.simplefilter("error", pd.errors.ParserWarning)
             frame = pd.read_csv(
                 io.StringIO(region), dtype=str if text_columns is None else {c: str for c in text_columns},
-                keep_default_na=False, na_values=[""], index_col=False,
+                keep_default_na=False, na_values=[""], index_col=False, skiprows=skip,
                 skipinitialspace=False, engine="c", low_memory=False,
             )
     except (pd.errors.ParserError, pd.errors.ParserWarning):
-        frame = _read_ragged(region)
+        frame = _read_ragged(region, skip_units=skip is not None)
     except pd.errors.EmptyDataError:
         raise InputError("the table has a header but no rows", path=path, line=table.header_line + 1) from None
     frame.columns = [str(c).strip() for c in frame.columns]
@@ -160,9 +161,11 @@ def _csv_rows(text: str) -> list[list[str]]:
     return list(csv.reader(io.StringIO(text)))
 
 
-def _read_ragged(region: str) -> pd.DataFrame:
+def _read_ragged(region: str, *, skip_units: bool = False) -> pd.DataFrame:
     """Slow path for malformed tables: repair rows with unquoted names that contain commas."""
     rows = _csv_rows(region)
+    if skip_units and len(rows) > 1:
+        del rows[1]
     header = [h.strip() for h in rows[0]]
     width = len(header)
     name_col = next((i for i, h in enumerate(header) if h in ("Name", "Kernel Name", "Kernel")), width - 1)
@@ -205,8 +208,11 @@ def parse_numbers(values: pd.Series) -> pd.Series:
     pending = out.isna() & text.notna()
     if not pending.any():
         return out
-    rest = text[pending].astype(str).str.strip()
+    # parse each distinct string once: profiler columns repeat the same few texts a lot
+    codes, distinct = pd.factorize(text[pending].astype(str).str.strip())
+    rest = pd.Series(distinct, dtype=object)
     fixed = pd.Series(np.nan, index=rest.index, dtype="float64")
+    maybe = rest.str.match(r"[-+]?\d")  # only these can be numbers: words and tuples skip the rules
     rules = (
         (_COMMA_GROUPED, lambda s: s.str.replace(",", "", regex=False)),
         (_DOT_GROUPED, lambda s: s.str.replace(".", "", regex=False).str.replace(",", ".", regex=False)),
@@ -214,18 +220,24 @@ def parse_numbers(values: pd.Series) -> pd.Series:
         (_COMMA_DECIMAL, lambda s: s.str.replace(",", ".", regex=False)),
     )
     for pattern, clean in rules:
-        hit = rest.str.fullmatch(pattern) & fixed.isna()
+        todo = maybe & fixed.isna()
+        if not todo.any():
+            break
+        hit = todo & rest.str.fullmatch(pattern).fillna(False)
         if hit.any():
             fixed[hit] = pd.to_numeric(clean(rest[hit]), errors="coerce")
-    out[pending] = fixed
+    out[pending] = fixed.to_numpy()[codes]
     return out
 
 
 def unparsed(values: pd.Series, numbers: pd.Series) -> pd.Series:
     """Mask of values that are present, not an n/a token, and still not a number."""
-    text = values.astype(object)
-    present = text.notna() & ~text.astype(str).str.strip().str.lower().isin(MISSING_TOKENS)
-    return present & numbers.isna()
+    mask = pd.Series(False, index=values.index)
+    candidates = numbers.isna() & values.notna()
+    if candidates.any():
+        text = values[candidates].astype(str).str.strip().str.lower()
+        mask[candidates] = ~text.isin(MISSING_TOKENS).to_numpy()
+    return mask
 
 
 _VALUE_UNIT = re.compile(
