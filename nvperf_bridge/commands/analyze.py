@@ -1,10 +1,167 @@
-"""``nvperf-bridge analyze``: placeholder while the command is being built (replaced by its owner)."""
+"""``nvperf-bridge analyze``: import profiles, run the models, write the report.
+
+Only the report goes to stdout; progress (on a terminal, for runs longer than
+half a second) and warnings (one line each, ``nvperf-bridge: warning: ...``)
+go to stderr. Exit code 1 when a model named with ``--model`` failed as a
+whole (the report is still written).
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any, List, Optional
 
-def analyze_command() -> None:
-    """Not built yet."""
+import typer
+
+
+def analyze_command(
+    files: List[Path] = typer.Argument(..., help="Profiler outputs (ncu or nvprof CSV, any extension).",
+                                       show_default=False),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU profile id or YAML file (default: from the device name)."),
+    model: Optional[List[str]] = typer.Option(None, "--model", "-m",
+                                              help="Run only this model (repeatable; default: all installed)."),
+    fmt: Optional[str] = typer.Option(None, "--format", "-f",
+                                      help="md, json, csv or xlsx (default: from the -o suffix, else md)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                          help="Write the report here (default: stdout; xlsx needs -o)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
+    plugin: Optional[List[Path]] = typer.Option(None, "--plugin", help="Also load models from this .py file."),
+    model_data: Optional[List[str]] = typer.Option(None, "--model-data", metavar="MODEL=FILE.json",
+                                                   help="JSON a model needs, e.g. kerr=kerr.json (from 'fit')."),
+    option: Optional[List[str]] = typer.Option(None, "--option", metavar="MODEL.KEY=VALUE",
+                                               help="A model option, e.g. transit.precision=dp (JSON values)."),
+    profile_dir: Optional[List[Path]] = typer.Option(None, "--profile-dir",
+                                                     help="Also look for GPU profiles (YAML) in this folder."),
+    quiet: bool = typer.Option(False, "--quiet", "-q",
+                               help="No progress bar and no warnings on stderr (warnings stay in the report)."),
+) -> None:
+    """Run the analytical models on every kernel and write a Markdown, JSON, CSV or Excel report."""
+    from nvperf_bridge.errors import UsageError
+    from nvperf_bridge.reports.progress import Progress
+    from nvperf_bridge.reports.render import format_for, report_outputs
+    from nvperf_bridge.reports.write import check_writable, write_outputs
+
+    report_format = format_for(fmt, output)
+    if report_format == "xlsx" and output is None:
+        raise UsageError("an Excel report needs a file", hint="pass -o review.xlsx")
+    if output is not None:
+        check_writable(output, force=force)  # fail before the work, not after it
+    progress = Progress(5, enabled=not quiet)
+    try:
+        analysis = build_analysis(files, gpu=gpu, model_ids=list(model or []), plugin_files=list(plugin or []),
+                                  model_data=list(model_data or []), option=list(option or []),
+                                  profile_dirs=list(profile_dir or []), progress=progress)
+        outputs = report_outputs(analysis, report_format, output, progress.step)
+        progress.step("writing")
+        if output is None:
+            typer.echo(outputs[None].decode("utf-8"), nl=False)
+        else:
+            write_outputs({path: data for path, data in outputs.items() if path is not None}, force=force)
+    finally:
+        progress.done()
+    if not quiet:
+        print_warnings(analysis.warnings)
+    fail_on_named_models(analysis, list(model or []))
+
+
+def build_analysis(
+    files: list[Path],
+    *,
+    gpu: str | None,
+    model_ids: list[str],
+    plugin_files: list[Path],
+    model_data: list[str],
+    option: list[str],
+    profile_dirs: list[Path],
+    progress: Any = None,
+) -> Any:
+    """Import ``files`` and run the models: the part ``analyze`` and ``plot`` share."""
+    from nvperf_bridge.analysis import analyze
+    from nvperf_bridge.importers import read_profiles
+    from nvperf_bridge.registry import load_registry
+
+    step = progress.step if progress is not None else (lambda _label: None)
+    options = parse_options(option)
+    for model_id, data in read_model_data(model_data).items():
+        options.setdefault(model_id, {})["model_data"] = data
+    step(f"reading {len(files)} file{'s' if len(files) != 1 else ''}")
+    imported = read_profiles(list(files))
+    registry = load_registry(plugin_files)
+    check_option_models(options, registry, model_ids)
+    count = len(model_ids) if model_ids else len(registry.models)
+    step(f"running {count} model{'s' if count != 1 else ''} on {len(imported.kernels):,} kernels")
+    return analyze(imported, gpu=gpu, model_ids=model_ids or None, options=options, registry=registry,
+                   profile_dirs=profile_dirs)
+
+
+def parse_options(items: list[str]) -> dict[str, dict[str, Any]]:
+    """``MODEL.KEY=VALUE`` pairs into {model: {key: value}}; values are JSON when they parse, else text."""
+    import json
+
     from nvperf_bridge.errors import UsageError
 
-    raise UsageError("'analyze' is not built yet")
+    options: dict[str, dict[str, Any]] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        model_id, dot, key = name.partition(".")
+        if not sep or not dot or not model_id.strip() or not key.strip():
+            raise UsageError(f"--option {item!r} is not MODEL.KEY=VALUE", hint="e.g. --option transit.precision=dp")
+        try:
+            value: Any = json.loads(text)
+        except ValueError:
+            value = text
+        options.setdefault(model_id.strip(), {})[key.strip()] = value
+    return options
+
+
+def read_model_data(items: list[str]) -> dict[str, Any]:
+    """``MODEL=FILE.json`` pairs: read each JSON file (the CLI reads files; models never do)."""
+    import json
+
+    from nvperf_bridge.errors import InputError, UsageError
+
+    data: dict[str, Any] = {}
+    for item in items:
+        model_id, sep, path_text = item.partition("=")
+        if not sep or not model_id.strip() or not path_text.strip():
+            raise UsageError(f"--model-data {item!r} is not MODEL=FILE.json", hint="e.g. --model-data kerr=kerr.json")
+        path = Path(path_text.strip())
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise InputError(f"cannot read model data: {reason}", path=path) from None
+        try:
+            data[model_id.strip()] = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=exc.lineno,
+                             hint=f"--model-data {model_id.strip()}=FILE expects the JSON that "
+                                  f"'nvperf-bridge fit {model_id.strip()}' writes") from None
+    return data
+
+
+def check_option_models(options: dict[str, dict[str, Any]], registry: Any, model_ids: list[str]) -> None:
+    """An option or model data for a model that is not installed is a usage error, not a silent no-op."""
+    from nvperf_bridge.errors import UsageError
+
+    for model_id in options:
+        if model_id not in registry.models:
+            raise UsageError(f"--option / --model-data name model {model_id!r}, which is not installed",
+                             hint="run 'nvperf-bridge models' to list the installed ones")
+
+
+def print_warnings(warnings: list[str]) -> None:
+    """Each warning as one line on stderr."""
+    for warning in warnings:
+        typer.echo(f"nvperf-bridge: warning: {' '.join(str(warning).split())}", err=True)
+
+
+def fail_on_named_models(analysis: Any, named: list[str]) -> None:
+    """Exit code 1 (after the report is written) when a model the user asked for by name failed as a whole."""
+    from nvperf_bridge.errors import ModelError
+
+    failed = [(mid, analysis.runs[mid].failure) for mid in dict.fromkeys(named)
+              if mid in analysis.runs and analysis.runs[mid].result is None]
+    if failed:
+        listed = "; ".join(f"{mid}: {reason}" for mid, reason in failed)
+        raise ModelError(f"model{'s' if len(failed) > 1 else ''} named with --model failed: {listed}")

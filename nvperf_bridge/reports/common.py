@@ -1,0 +1,214 @@
+"""Small helpers every report shares: time units, names, detail columns, rankings.
+
+Kept free of any output format so the Markdown, Excel, JSON and CSV renderers
+(and the figures) say the same thing about the same analysis.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from nvperf_bridge.analysis import Analysis, ModelRun
+from nvperf_bridge.model import RESULT_COLUMNS
+
+# (unit label, nanoseconds per unit), smallest first.
+TIME_UNITS: tuple[tuple[str, float], ...] = (("ns", 1.0), ("µs", 1e3), ("ms", 1e6), ("s", 1e9))
+
+# One colour per bottleneck label, used by the workbook and the figures alike.
+BOTTLENECK_COLORS: dict[str, str] = {
+    "compute": "F4A261",
+    "memory-bandwidth": "4C9BE8",
+    "memory-latency": "9B7FD4",
+    "parallelism": "E9C46A",
+    "synchronization": "E76F51",
+    "balanced": "7BC47F",
+    "unknown": "D9D9D9",
+}
+
+# |error| thresholds (fractions) for the green / amber / red bands of the reports.
+ERROR_BANDS: tuple[float, float, float] = (0.10, 0.30, 1.00)
+
+
+@dataclass(frozen=True)
+class TimeUnit:
+    label: str
+    ns: float
+
+    def convert(self, values: pd.Series) -> pd.Series:
+        return values / self.ns
+
+
+def time_unit(values_ns: Iterable[float] | pd.Series) -> TimeUnit:
+    """The unit (ns, µs, ms, s) that makes the column's typical (median) value readable.
+
+    Chosen per column from the median of its positive values so most numbers
+    land between 1 and 1000; an empty column keeps ns.
+    """
+    series = pd.to_numeric(pd.Series(list(values_ns) if not isinstance(values_ns, pd.Series) else values_ns),
+                           errors="coerce")
+    positive = series[(series > 0) & np.isfinite(series)]
+    if positive.empty:
+        return TimeUnit("ns", 1.0)
+    typical = float(positive.median())
+    chosen = TIME_UNITS[0]
+    for label, scale in TIME_UNITS:
+        if typical >= scale:
+            chosen = (label, scale)
+    return TimeUnit(*chosen)
+
+
+def format_time(ns: float | None) -> str:
+    """One duration with its own unit, 3 significant digits ('12.3 µs'); '' for missing."""
+    if ns is None or not isinstance(ns, (int, float)) or not math.isfinite(ns):
+        return ""
+    unit = time_unit([abs(ns)]) if ns else TimeUnit("ns", 1.0)
+    return f"{format_number(ns / unit.ns)} {unit.label}"
+
+
+def format_number(value: Any, digits: int = 3) -> str:
+    """A number with ``digits`` significant digits and no exponent for everyday sizes."""
+    if value is None:
+        return ""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value)).lower()
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        if not math.isfinite(value):
+            return "" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+        if value == 0:
+            return "0"
+        magnitude = abs(value)
+        if magnitude >= 1e15 or magnitude < 1e-4:
+            return f"{value:.{digits - 1}e}"
+        if magnitude >= 10 ** digits:
+            return f"{value:,.0f}"
+        decimals = max(0, digits - 1 - int(math.floor(math.log10(magnitude))))
+        text = f"{value:.{decimals}f}"
+        if "." in text:
+            text = text.rstrip("0").rstrip(".")
+        return text
+    return str(value)
+
+
+def format_percent(fraction: float | None, signed: bool = False) -> str:
+    """A fraction as a percentage ('12.3%', '+4.0%'); '' for missing."""
+    if fraction is None or not isinstance(fraction, (int, float)) or not math.isfinite(fraction):
+        return ""
+    percent = 100.0 * fraction
+    sign = "+" if signed and percent > 0 else ""
+    if abs(percent) >= 1000:
+        return f"{sign}{percent:,.0f}%"
+    return f"{sign}{percent:.1f}%"
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters with an ellipsis when longer."""
+    text = " ".join(str(text).split())
+    if len(text) <= width:
+        return text
+    return text[: max(1, width - 1)].rstrip() + "…"
+
+
+def display_names(kernels: pd.DataFrame) -> pd.Series:
+    """The short display name per kernel: ``kernel``, else ``kernel_name``, else ``kernel_id``."""
+    names = pd.Series("", index=kernels.index, dtype="object")
+    for column in ("kernel_id", "kernel_name", "kernel"):
+        if column in kernels.columns:
+            values = kernels[column].astype("object")
+            present = values.notna() & (values.astype(str).str.strip() != "")
+            names = names.where(~present, values.astype(str))
+    return names
+
+
+def full_names(kernels: pd.DataFrame) -> pd.Series:
+    """The full kernel name per kernel (``kernel_name``, else the display name)."""
+    if "kernel_name" in kernels.columns:
+        full = kernels["kernel_name"].astype("object")
+        return full.where(full.notna() & (full.astype(str) != ""), display_names(kernels)).astype(str)
+    return display_names(kernels)
+
+
+def kernel_ids(kernels: pd.DataFrame) -> pd.Series:
+    """``kernel_id`` as text, else the row position."""
+    if "kernel_id" in kernels.columns:
+        return kernels["kernel_id"].astype("object").where(kernels["kernel_id"].notna(), "").astype(str)
+    return pd.Series([str(i) for i in range(len(kernels))], index=kernels.index, dtype="object")
+
+
+def detail_columns(run: ModelRun) -> list[str]:
+    """A model's intermediate quantities: its result columns beyond the standard five."""
+    if run.result is None:
+        return []
+    return [c for c in run.result.columns if c not in RESULT_COLUMNS]
+
+
+def ranking_times(analysis: Analysis) -> pd.Series:
+    """What to rank kernels by: measured time, else the largest prediction of any model."""
+    measured = analysis.measured_ns
+    if measured.notna().any():
+        return measured.fillna(-1.0)
+    predictions = [run.result["predicted_ns"] for run in analysis.ok_runs().values()]
+    if not predictions:
+        return pd.Series(0.0, index=analysis.kernels.index)
+    return pd.concat(predictions, axis=1).max(axis=1).fillna(-1.0)
+
+
+def top_kernels(analysis: Analysis, count: int) -> pd.Index:
+    """Index labels of the ``count`` longest kernels (stable order for ties)."""
+    times = ranking_times(analysis)
+    order = np.argsort(-times.to_numpy(dtype="float64"), kind="stable")
+    return analysis.kernels.index[order[:count]]
+
+
+def error_reasons(run: ModelRun) -> list[tuple[str, int]]:
+    """The distinct per-kernel reasons a model gave, with how many kernels each, most common first."""
+    if run.result is None:
+        return []
+    reasons = run.result["error"][run.result["error"] != ""]
+    counts = reasons.value_counts()
+    return [(str(reason), int(n)) for reason, n in counts.items()]
+
+
+def error_fraction(analysis: Analysis, run: ModelRun) -> pd.Series:
+    """Signed relative error (predicted - measured) / measured per kernel; NaN where undefined."""
+    measured = analysis.measured_ns
+    measured = measured.where(measured > 0)
+    return (run.result["predicted_ns"] - measured) / measured
+
+
+def constant_status_summary(run: ModelRun) -> str:
+    """'3 paper, 2 default' for the Notes and section headers."""
+    counts: dict[str, int] = {}
+    for constant in run.constants.values():
+        counts[constant.status] = counts.get(constant.status, 0) + 1
+    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no machine constants"
+
+
+def python_value(value: Any) -> Any:
+    """A numpy / pandas scalar as a plain Python value; NaN, NA and infinities as None."""
+    if value is None:
+        return None
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    if value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, (int, str)):
+        return value
+    try:
+        if pd.isna(value):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return str(value)

@@ -1,0 +1,74 @@
+"""The CSV report: one row per kernel x model, in a stable column order.
+
+Columns (``CSV_COLUMNS``): ``kernel_id, kernel, kernel_name, measured_ns,
+model, predicted_ns, predicted_cycles, error_pct, bottleneck, state, error``.
+``error_pct`` is the signed error 100 x (predicted - measured) / measured.
+Rows come kernel by kernel, models in the order they ran. A model that failed
+as a whole still gets its rows, with no prediction and the failure as
+``error``, so every kernel x model pair is accounted for. Missing numbers are
+empty fields. Values are written as they are (this is a data interface, not
+a spreadsheet): open it in a spreadsheet through an import dialog.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+
+from nvperf_bridge.analysis import Analysis
+from nvperf_bridge.reports.common import display_names, full_names, kernel_ids
+
+CSV_COLUMNS: tuple[str, ...] = (
+    "kernel_id", "kernel", "kernel_name", "measured_ns", "model", "predicted_ns",
+    "predicted_cycles", "error_pct", "bottleneck", "state", "error",
+)
+
+
+def build_table(analysis: Analysis) -> pd.DataFrame:
+    """The long table behind the CSV (one row per kernel x model)."""
+    kernels = analysis.kernels
+    measured = analysis.measured_ns
+    base = pd.DataFrame({
+        "kernel_id": kernel_ids(kernels),
+        "kernel": display_names(kernels),
+        "kernel_name": full_names(kernels),
+        "measured_ns": measured,
+    })
+    base["_position"] = np.arange(len(base))
+    parts = []
+    for order, (mid, run) in enumerate(analysis.runs.items()):
+        part = base.copy()
+        part["model"] = mid
+        part["_order"] = order
+        if run.result is None:
+            part["predicted_ns"] = np.nan
+            part["predicted_cycles"] = np.nan
+            part["bottleneck"] = "unknown"
+            part["state"] = ""
+            part["error"] = f"model failed as a whole: {run.failure}"
+        else:
+            result = run.result
+            part["predicted_ns"] = result["predicted_ns"].to_numpy()
+            part["predicted_cycles"] = pd.to_numeric(result["predicted_cycles"], errors="coerce").to_numpy()
+            part["bottleneck"] = result["bottleneck"].to_numpy()
+            part["state"] = result["state"].to_numpy()
+            part["error"] = result["error"].to_numpy()
+        parts.append(part)
+    if not parts:
+        return pd.DataFrame(columns=list(CSV_COLUMNS))
+    table = pd.concat(parts, ignore_index=True).sort_values(["_position", "_order"], kind="stable")
+    valid = table["measured_ns"] > 0
+    table["error_pct"] = (100.0 * (table["predicted_ns"] - table["measured_ns"]) / table["measured_ns"]).where(valid)
+    return table[list(CSV_COLUMNS)].reset_index(drop=True)
+
+
+def render_csv(analysis: Analysis) -> str:
+    """The CSV report as text (RFC 4180 quoting, '\\n' line ends, full float precision)."""
+    buffer = io.StringIO()
+    build_table(analysis).to_csv(buffer, index=False, lineterminator="\n", float_format="%.12g")
+    return buffer.getvalue()
+
+
+__all__ = ["CSV_COLUMNS", "build_table", "render_csv"]

@@ -1,0 +1,891 @@
+"""The Excel workbook for performance reviews (openpyxl, streaming write-only mode).
+
+Sheets, in order:
+
+- **Summary**: one row per kernel, longest first: measured time, each model's
+  prediction and signed error, each model's bottleneck, the consensus
+  bottleneck and how many models agree; the full kernel name in the last column.
+- **Accuracy**: per model n, MAPE, median APE, geometric-mean absolute error
+  (Hong & Kim) and mean accuracy (Luo & Suda).
+- **Charts**: native Excel charts with their data: measured vs predicted time
+  of the longest kernels, and bottleneck counts per model.
+- **Figures**: the measured-vs-predicted scatter and the Transit figure (PNG).
+- **one sheet per model**: header note citing the paper, every kernel's
+  prediction, state and intermediate quantities under the paper's symbols,
+  and to the right the machine constants (value, unit, status, source) and
+  the reasons kernels were not predicted.
+- **Inputs**: the canonical KernelFrame, units in the headers; raw profiler
+  counters without a canonical name after it.
+- **GPU**: the profile used, with sources, and every model constant used with
+  its status (paper, measured, datasheet, calibrated, default).
+- **Notes**: input files and formats, skipped rows, warnings, failed models,
+  tool version, timestamp, how the GPU was chosen.
+
+Finish: frozen header rows (and name columns), autofilter, sized columns,
+per-column time units (ns, µs, ms, s) named in the header, percentages as %,
+conditional fills for |error| bands and bottleneck labels, landscape printing
+one page wide. Text that a spreadsheet could take for a formula (starting
+with ``= + - @``, tab or CR, or an error literal like ``#N/A``) is stored as
+text with a quote prefix, never as a formula.
+
+Speed: the workbook is streamed (``write_only=True``); numbers are styled by
+reusing one template cell per column, conditional formatting is one rule per
+column range, never per cell. Above ``LARGE_INPUT`` kernels the model sheets
+hold the ``LARGE_MODEL_ROWS`` longest kernels (the JSON and CSV reports hold
+all) and the Inputs sheet is written without per-cell number formats.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from nvperf_bridge.analysis import Analysis, ModelRun
+from nvperf_bridge.columns import CANONICAL_COLUMNS, IDENTITY_COLUMNS
+from nvperf_bridge.model import BOTTLENECKS
+from nvperf_bridge.reports.common import (
+    BOTTLENECK_COLORS,
+    ERROR_BANDS,
+    constant_status_summary,
+    detail_columns,
+    display_names,
+    error_fraction,
+    error_reasons,
+    full_names,
+    kernel_ids,
+    ranking_times,
+    shorten,
+    time_unit,
+    top_kernels,
+)
+
+LARGE_INPUT = 20_000  # kernels above which the workbook takes its fast path
+LARGE_MODEL_ROWS = 1_000  # kernels per model sheet on the fast path
+CHART_KERNELS = 15  # kernels in the measured-vs-predicted chart
+NAME_WIDTH = 60  # characters of the short kernel name column
+
+FONT = "Calibri"  # openpyxl's default body font; headers and notes use it too
+HEADER_FILL = "1F4E78"
+BAND_FILL = "F2F6FA"  # every other data row
+HEADER_FONT_COLOR = "FFFFFF"
+RAW_HEADER_FILL = "595959"
+NOTE_COLOR = "404040"
+STATUS_FILLS = {"default": "FCE4D6", "calibrated": "E2EFDA", "measured": "DDEBF7", "paper": "F2F2F2",
+                "datasheet": "F2F2F2"}
+ERROR_FILLS = ("C6EFCE", "FFEB9C", "F8CBAD", "FF9B9B")  # |error| <= 10 %, <= 30 %, <= 100 %, > 100 %
+
+# Text a spreadsheet would evaluate or treat specially if typed in.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_ERROR_LITERALS = ("#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A")
+_ILLEGAL = re.compile(r"[\000-\010]|[\013-\014]|[\016-\037]")
+_MAX_CELL_TEXT = 32_767
+_SHEET_NAME_BAD = re.compile(r"[\[\]:*?/\\]")
+
+
+class _Quoted(str):
+    """A text value that must be stored as text with a quote prefix (it looks like a formula)."""
+
+
+@dataclass
+class Column:
+    """One column of a sheet table: header, values (None = empty cell) and how to show them."""
+
+    header: str
+    values: list[Any]
+    kind: str = "text"  # text | number | label
+    number_format: str = "General"
+    width: float = 12.0
+    comment: str = ""
+    raw: bool = False  # a raw profiler column (grey header)
+    wrap: bool = False
+    align: str = ""  # horizontal alignment of the data cells ("" = the type's default)
+
+
+@dataclass
+class TableSheet:
+    """What ``_write_table`` needs besides the columns."""
+
+    title: str
+    columns: list[Column]
+    notes: list[str] = field(default_factory=list)
+    freeze_columns: int = 0  # leading columns that stay visible when scrolling right
+    error_columns: tuple[int, ...] = ()  # positions (0-based) of signed or absolute error fractions
+    label_columns: tuple[int, ...] = ()  # positions of bottleneck label columns
+    status_columns: tuple[int, ...] = ()  # positions of constant status columns
+    side: list[list[Any]] = field(default_factory=list)  # rows written to the right of the table
+    side_widths: list[float] = field(default_factory=list)
+    styled: bool = True  # per-cell number formats (off for big Inputs)
+    tab_color: str | None = None
+    print_columns: int = 0  # leading columns to print (0 = all): keeps the full-name column off paper
+
+
+# ---- values -------------------------------------------------------------------------
+
+def text_values(series: pd.Series | Sequence[Any], width: int | None = None) -> list[Any]:
+    """Text column values: cleaned of XML-illegal characters, formula-looking ones marked."""
+    values = pd.Series(series, dtype="object") if not isinstance(series, pd.Series) else series.astype("object")
+    missing = values.isna()
+    text = values.where(~missing, "").astype(str)
+    if text.str.contains(_ILLEGAL, regex=True).any():
+        text = text.str.replace(_ILLEGAL, "\ufffd", regex=True)
+    if width is not None:
+        text = text.map(lambda t: shorten(t, width))
+    text = text.str.slice(0, _MAX_CELL_TEXT)
+    risky = text.str[:1].isin(_FORMULA_START) | text.isin(_ERROR_LITERALS)
+    out = text.tolist()
+    for position in np.flatnonzero(risky.to_numpy()):
+        out[position] = _Quoted(out[position])
+    for position in np.flatnonzero(missing.to_numpy() | (text == "").to_numpy()):
+        out[position] = None
+    return out
+
+
+def number_values(series: pd.Series | Sequence[Any], scale: float = 1.0) -> list[Any]:
+    """Numeric column values divided by ``scale``; NaN and infinities become empty cells."""
+    array = pd.to_numeric(pd.Series(series), errors="coerce").to_numpy(dtype="float64") / scale
+    finite = np.isfinite(array)
+    if finite.all():
+        return array.tolist()
+    return np.where(finite, array, None).tolist()
+
+
+def number_format_for(values: pd.Series) -> str:
+    """A readable number format for a column of numbers (integers, big, ordinary or tiny)."""
+    numbers = pd.to_numeric(values, errors="coerce")
+    finite = numbers[np.isfinite(numbers)]
+    if finite.empty:
+        return "General"
+    if (finite == finite.round()).all():
+        return "#,##0"
+    typical = float(finite.abs().median())
+    if typical >= 1000:
+        return "#,##0"
+    if typical >= 1:
+        return "#,##0.00"
+    if typical >= 0.001 or typical == 0:
+        return "0.0000"
+    return "0.00E+00"
+
+
+def _text_width(header: str, values: list[Any], cap: float = 60.0, floor: float = 8.0) -> float:
+    sample = [len(str(v)) for v in values[:2000] if v is not None]
+    longest = max(sample) if sample else 0
+    typical = float(np.percentile(sample, 90)) if sample else 0
+    word = max((len(w) for w in header.split()), default=4)
+    return float(min(cap, max(floor, word + 2, min(longest, typical * 1.2) + 2)))
+
+
+def _id_column(kernels: pd.DataFrame) -> Column:
+    ids = text_values(kernel_ids(kernels))
+    return Column("Kernel ID", ids, width=_text_width("Kernel ID", ids, cap=24, floor=9))
+
+
+def _time_column(header: str, values_ns: pd.Series, comment: str = "") -> Column:
+    unit = time_unit(values_ns)
+    return Column(f"{header} ({unit.label})", number_values(values_ns, unit.ns), "number", "#,##0.00", 13.0,
+                  comment or f"times in {unit.label} (1 {unit.label} = {unit.ns:g} ns)")
+
+
+def _error_column(header: str, fractions: pd.Series) -> Column:
+    return Column(header, number_values(fractions), "number", "+0.0%;-0.0%;0.0%", 10.0,
+                  "(predicted - measured) / measured")
+
+
+# ---- cells ---------------------------------------------------------------------------
+
+class _Cells:
+    """Styled write-only cells for one worksheet (header, notes, templates)."""
+
+    def __init__(self, ws: Any) -> None:
+        from openpyxl.styles import Alignment, Border, Font, PatternFill, Side
+
+        self.ws = ws
+        self._Alignment, self._Font, self._PatternFill = Alignment, Font, PatternFill
+        self.header_font = Font(name=FONT, bold=True, color=HEADER_FONT_COLOR)
+        self.header_fill = PatternFill("solid", fgColor=HEADER_FILL)
+        self.raw_fill = PatternFill("solid", fgColor=RAW_HEADER_FILL)
+        self.header_align = Alignment(wrap_text=True, vertical="center", horizontal="center")
+        self.header_border = Border(bottom=Side(style="medium", color="000000"))
+
+    def cell(self, value: Any, *, bold: bool = False, italic: bool = False, size: float | None = None,
+             color: str | None = None, fill: str | None = None, number_format: str | None = None,
+             wrap: bool = False) -> Any:
+        from openpyxl.cell import WriteOnlyCell
+
+        cell = WriteOnlyCell(self.ws)
+        _set_value(cell, value)
+        if bold or italic or size or color:
+            cell.font = self._Font(name=FONT, bold=bold, italic=italic, size=size or 11, color=color)
+        if fill:
+            cell.fill = self._PatternFill("solid", fgColor=fill)
+        if number_format:
+            cell.number_format = number_format
+        if wrap:
+            cell.alignment = self._Alignment(wrap_text=True, vertical="top")
+        return cell
+
+    def header(self, column: Column) -> Any:
+        from openpyxl.cell import WriteOnlyCell
+        from openpyxl.comments import Comment
+
+        cell = WriteOnlyCell(self.ws)
+        _set_value(cell, column.header)
+        cell.font = self.header_font
+        cell.fill = self.raw_fill if column.raw else self.header_fill
+        cell.alignment = self.header_align
+        cell.border = self.header_border
+        if column.comment:
+            comment = Comment(column.comment, "nvperf-bridge")
+            comment.width, comment.height = 320, 110
+            cell.comment = comment
+        return cell
+
+    def template(self, column: Column) -> Any:
+        from openpyxl.cell import WriteOnlyCell
+
+        cell = WriteOnlyCell(self.ws)
+        cell.number_format = column.number_format
+        if column.wrap or column.align:
+            cell.alignment = self._Alignment(wrap_text=column.wrap or None, vertical="top" if column.wrap else None,
+                                             horizontal=column.align or None)
+        return cell
+
+    def quoted(self) -> Any:
+        from openpyxl.cell import WriteOnlyCell
+
+        cell = WriteOnlyCell(self.ws)
+        cell.quotePrefix = True
+        return cell
+
+
+def _set_value(cell: Any, value: Any) -> None:
+    """Assign a value; any text is stored as text (never a formula or an error literal)."""
+    if isinstance(value, str):
+        text = _ILLEGAL.sub("\ufffd", value)[:_MAX_CELL_TEXT]
+        cell.value = text
+        cell.data_type = "s"
+        if text[:1] in _FORMULA_START or text in _ERROR_LITERALS:
+            cell.quotePrefix = True
+    else:
+        cell.value = value
+
+
+def safe_text(value: str) -> Any:
+    """A text value for a plain row: marked for a quote prefix when it looks like a formula."""
+    text = _ILLEGAL.sub("\ufffd", value)[:_MAX_CELL_TEXT]
+    if text[:1] in _FORMULA_START or text in _ERROR_LITERALS:
+        return _Quoted(text)
+    return text
+
+
+# ---- table writer --------------------------------------------------------------------
+
+def _write_table(wb: Any, sheet: TableSheet) -> Any:
+    """Stream one sheet: note rows, a header row, the data rows, then filters and formatting."""
+    from openpyxl.utils import get_column_letter
+
+    ws = wb.create_sheet(sheet.title)
+    cells = _Cells(ws)
+    columns = sheet.columns
+    rows = len(columns[0].values) if columns else 0
+    header_row = len(sheet.notes) + 1
+    gap = 1 if sheet.side else 0
+
+    for position, column in enumerate(columns, start=1):
+        ws.column_dimensions[get_column_letter(position)].width = column.width
+    for offset, width in enumerate(sheet.side_widths):
+        ws.column_dimensions[get_column_letter(len(columns) + gap + 1 + offset)].width = width
+    if gap:
+        ws.column_dimensions[get_column_letter(len(columns) + 1)].width = 3
+    ws.freeze_panes = f"{get_column_letter(sheet.freeze_columns + 1)}{header_row + 1}"
+    ws.row_dimensions[header_row].height = 32
+    if sheet.tab_color:
+        ws.sheet_properties.tabColor = sheet.tab_color
+    _print_setup(ws, header_row)
+
+    for note_position, note in enumerate(sheet.notes):
+        first = note_position == 0
+        ws.append([cells.cell(note, bold=first, size=12 if first else None,
+                              italic=not first, color=None if first else NOTE_COLOR)])
+
+    side = [[_side_value(cells, value) for value in row] for row in sheet.side[1:]]
+    header = [cells.header(column) for column in columns]
+    if sheet.side:
+        header += [None, *(cells.header(Column(str(title), [])) for title in sheet.side[0])]
+    ws.append(header)
+
+    plans = []
+    for column in columns:
+        styled = (column.kind == "number" and sheet.styled) or column.wrap or column.align
+        template = cells.template(column) if styled else None
+        plans.append((column.values, template, cells.quoted()))
+    side_rows = len(side)
+    for r in range(max(rows, side_rows)):
+        row: list[Any] = []
+        if r < rows:
+            for values, template, quoted in plans:
+                value = values[r]
+                if value is None:
+                    row.append(None)
+                elif type(value) is _Quoted:
+                    quoted.value = str(value)
+                    quoted.data_type = "s"
+                    row.append(quoted)
+                elif template is not None:
+                    template.value = value
+                    if isinstance(value, str):
+                        template.data_type = "s"
+                    row.append(template)
+                else:
+                    row.append(value)
+        else:
+            row = [None] * len(columns)
+        if r < side_rows:
+            row.append(None)
+            row.extend(side[r])
+        ws.append(row)
+
+    last = get_column_letter(max(1, len(columns)))
+    if sheet.print_columns:
+        ws.print_area = f"A1:{get_column_letter(sheet.print_columns)}{header_row + max(rows, 1)}"
+    if columns and rows:
+        ws.auto_filter.ref = f"A{header_row}:{last}{header_row + rows}"
+    first_data, last_data = header_row + 1, header_row + max(rows, 1)
+    _error_formatting(ws, sheet.error_columns, first_data, last_data)
+    _label_formatting(ws, sheet.label_columns, first_data, last_data)
+    if columns and rows:
+        _banding(ws, f"A{first_data}:{last}{last_data}")
+    _status_formatting(ws, [len(columns) + gap + p for p in sheet.status_columns], header_row + 1,
+                       header_row + max(side_rows, 1))
+    return ws
+
+
+def _side_value(cells: _Cells, value: Any) -> Any:
+    """A value of the block right of a table: text that looks like a formula gets its own quoted cell."""
+    if type(value) is _Quoted:
+        return cells.cell(str(value))
+    return value
+
+
+def _print_setup(ws: Any, header_row: int) -> None:
+    ws.page_setup.orientation = "landscape"
+    ws.page_setup.fitToWidth = 1
+    ws.page_setup.fitToHeight = 0
+    ws.sheet_properties.pageSetUpPr.fitToPage = True
+    ws.print_title_rows = f"{header_row}:{header_row}"
+
+
+def _ranges(positions: Sequence[int], first: int, last: int) -> str:
+    from openpyxl.utils import get_column_letter
+
+    return " ".join(f"{get_column_letter(p + 1)}{first}:{get_column_letter(p + 1)}{last}" for p in positions)
+
+
+def _error_formatting(ws: Any, positions: Sequence[int], first: int, last: int) -> None:
+    """Fill by |error| band: <= 10 % green, <= 30 % amber, <= 100 % orange, above red."""
+    from openpyxl.formatting.rule import FormulaRule
+    from openpyxl.styles import PatternFill
+    from openpyxl.utils import get_column_letter
+
+    for position in positions:
+        cell = f"{get_column_letter(position + 1)}{first}"
+        area = _ranges([position], first, last)
+        low = 0.0
+        for limit, color in zip((*ERROR_BANDS, None), ERROR_FILLS):
+            test = f"ABS({cell})>{low}" if limit is None else f"ABS({cell})<={limit}"
+            ws.conditional_formatting.add(area, FormulaRule(
+                formula=[f"AND(ISNUMBER({cell}),{test})"], fill=PatternFill("solid", bgColor=color), stopIfTrue=True))
+            low = limit if limit is not None else low
+
+
+def _banding(ws: Any, area: str) -> None:
+    """Light fill on every other row (lowest priority: error and label fills win)."""
+    from openpyxl.formatting.rule import FormulaRule
+    from openpyxl.styles import PatternFill
+
+    ws.conditional_formatting.add(area, FormulaRule(formula=["MOD(ROW(),2)=0"],
+                                                    fill=PatternFill("solid", bgColor=BAND_FILL)))
+
+
+def _label_formatting(ws: Any, positions: Sequence[int], first: int, last: int) -> None:
+    """One fill per bottleneck label (the same colours as the charts)."""
+    from openpyxl.formatting.rule import CellIsRule
+    from openpyxl.styles import PatternFill
+
+    if not positions:
+        return
+    area = _ranges(positions, first, last)
+    for label in BOTTLENECKS:
+        ws.conditional_formatting.add(area, CellIsRule(
+            operator="equal", formula=[f'"{label}"'], fill=PatternFill("solid", bgColor=BOTTLENECK_COLORS[label])))
+
+
+def _status_formatting(ws: Any, positions: Sequence[int], first: int, last: int) -> None:
+    """Constant status: 'default' amber (calibrate before trusting), 'calibrated' green."""
+    from openpyxl.formatting.rule import CellIsRule
+    from openpyxl.styles import PatternFill
+
+    if not positions:
+        return
+    area = _ranges(positions, first, last)
+    for status, color in STATUS_FILLS.items():
+        ws.conditional_formatting.add(area, CellIsRule(
+            operator="equal", formula=[f'"{status}"'], fill=PatternFill("solid", bgColor=color)))
+
+
+# ---- sheets ------------------------------------------------------------------------------
+
+def _sheet_names(analysis: Analysis) -> dict[str, str]:
+    """Model id -> a unique, valid sheet name (31 characters, case-insensitive, no []:*?/\\)."""
+    taken = {"summary", "accuracy", "charts", "figures", "inputs", "gpu", "notes"}
+    names: dict[str, str] = {}
+    for mid in analysis.runs:
+        base = _SHEET_NAME_BAD.sub("-", mid).strip("'")[:31] or "model"
+        name, suffix = base, 2
+        if name.lower() in taken:
+            name = f"{base[:24]} (model)"
+        while name.lower() in taken:
+            name = f"{base[:26]} ({suffix})"
+            suffix += 1
+        taken.add(name.lower())
+        names[mid] = name
+    return names
+
+
+def _order(analysis: Analysis) -> np.ndarray:
+    """Row positions, longest kernel first (stable)."""
+    return np.argsort(-ranking_times(analysis).to_numpy(dtype="float64"), kind="stable")
+
+
+def _summary_sheet(analysis: Analysis, order: np.ndarray) -> TableSheet:
+    kernels = analysis.kernels.iloc[order]
+    summary = analysis.summary().iloc[order]
+    columns = [
+        Column("#", list(range(1, len(kernels) + 1)), "number", "0", 6.0, "rank by measured time, longest first",
+               align="center"),
+        _id_column(kernels),
+    ]
+    names = text_values(display_names(kernels), NAME_WIDTH)
+    columns.append(Column("Kernel", names, width=_text_width("Kernel", names, cap=45, floor=16),
+                          comment="short name; the full name is in the last column"))
+    if "invocations" in kernels.columns:
+        columns.append(Column("Invocations", number_values(kernels["invocations"]), "number", "#,##0", 11.0))
+    columns.append(_time_column("Measured", summary["measured_ns"], "measured kernel duration"))
+    errors, labels = [], []
+    runs = analysis.ok_runs()
+    for mid, run in runs.items():
+        columns.append(_time_column(f"{mid} predicted", summary[f"{mid}.predicted_ns"]))
+        errors.append(len(columns))
+        columns.append(_error_column(f"{mid} error", summary[f"{mid}.error_pct"] / 100.0))
+    for mid in runs:
+        labels.append(len(columns))
+        columns.append(Column(f"{mid} bottleneck", text_values(summary[f"{mid}.bottleneck"]), "label", width=17.0))
+    labels.append(len(columns))
+    columns.append(Column("Consensus bottleneck", text_values(summary["consensus_bottleneck"]), "label", width=18.0,
+                          comment="most common label among the models that predicted the kernel ('unknown' does not vote)"))
+    columns.append(Column("Models agreeing", number_values(summary["models_agreeing"]), "number", "0", 10.0))
+    columns.append(Column("Models voting", number_values(summary["models_voting"]), "number", "0", 9.0))
+    full = text_values(full_names(kernels))
+    columns.append(Column("Full kernel name", full, width=_text_width("Full kernel name", full, cap=100, floor=20)))
+    return TableSheet("Summary", columns, freeze_columns=3, error_columns=tuple(errors), label_columns=tuple(labels),
+                      tab_color=HEADER_FILL, print_columns=len(columns) - 1)
+
+
+def _accuracy_sheet(analysis: Analysis) -> TableSheet:
+    accuracy = analysis.accuracy()
+    has_measured = bool(analysis.measured_ns.notna().any())
+    mids = list(analysis.runs)
+    rows = {key: [] for key in ("n", "mape", "median_ape", "gm_abs_error", "mean_accuracy")}
+    predicted, status = [], []
+    for mid in mids:
+        run = analysis.runs[mid]
+        if run.result is None:
+            predicted.append(None)
+            status.append(safe_text(f"failed: {run.failure}"))
+            for key in rows:
+                rows[key].append(None)
+            continue
+        predicted.append(int(run.result["predicted_ns"].notna().sum()))
+        status.append("ok")
+        for key in rows:
+            value = accuracy.loc[mid, key] if mid in accuracy.index else np.nan
+            rows[key].append(None if pd.isna(value) else (int(value) if key == "n" else float(value)))
+    notes = [
+        f"Accuracy over the kernels with a measured time and a prediction ({analysis.gpu.name})",
+        "APE = |predicted - measured| / measured. GM abs. error = geometric mean of the APEs (Hong & Kim's "
+        "statistic). Mean accuracy = mean of min/max of the two times (Luo & Suda).",
+    ]
+    if not has_measured:
+        notes.append("The input has no measured times (duration_ns): accuracy cannot be computed.")
+    pct = "0.0%"
+    columns = [
+        Column("Model", text_values(mids), width=14.0),
+        Column("Kernels predicted", predicted, "number", "#,##0", 11.0),
+        Column("Kernels compared (n)", rows["n"], "number", "#,##0", 11.0),
+        Column("MAPE", rows["mape"], "number", pct, 10.0, "mean absolute percentage error"),
+        Column("Median APE", rows["median_ape"], "number", pct, 10.0),
+        Column("GM abs. error", rows["gm_abs_error"], "number", pct, 10.0, "geometric mean of |error| (Hong & Kim)"),
+        Column("Mean accuracy (Luo-Suda)", rows["mean_accuracy"], "number", pct, 13.0,
+               "mean of min(predicted, measured) / max(predicted, measured)"),
+        Column("Status", status, width=_text_width("Status", status, cap=90, floor=10)),
+    ]
+    return TableSheet("Accuracy", columns, notes=notes, freeze_columns=1, error_columns=(3, 4, 5))
+
+
+def _model_sheet(analysis: Analysis, run: ModelRun, title: str, order: np.ndarray, large: bool) -> TableSheet:
+    notes = [f"{run.model_id} {run.version}: {run.paper}".strip()]
+    if run.description:
+        notes.append(run.description)
+    side = _constants_block(run)
+    side_widths = [22.0, 12.0, 10.0, 11.0, 45.0, 45.0]
+    if run.result is None:
+        notes.append(f"This model failed as a whole and predicted nothing: {run.failure}")
+        notes.append("Its machine constants are listed to the right.")
+        columns = [Column("Kernel", [], width=20.0)]
+        return TableSheet(title, columns, notes=notes, side=side, side_widths=side_widths, status_columns=(3,))
+    shown = order if not large else order[:LARGE_MODEL_ROWS]
+    result = run.result.iloc[shown]
+    kernels = analysis.kernels.iloc[shown]
+    details = detail_columns(run)
+    counts = f"{int(run.result['predicted_ns'].notna().sum()):,} of {len(run.result):,} kernels predicted"
+    notes.append(
+        f"{counts}. Columns after 'State' are the paper's intermediate quantities, named by its symbols. "
+        f"Machine constants ({constant_status_summary(run)}) and the reasons kernels have no prediction are to "
+        "the right of the table.")
+    if len(shown) < len(order):
+        notes.append(f"Large input: the {len(shown):,} longest of {len(order):,} kernels are listed here; "
+                     "--format json or csv has every kernel.")
+    names = text_values(display_names(kernels), NAME_WIDTH)
+    columns = [
+        Column("#", [int(p) + 1 for p in range(len(shown))], "number", "0", 6.0, "rank by measured time"),
+        Column("Kernel ID", text_values(kernel_ids(kernels)), width=10.0, align="center"),
+        Column("Kernel", names, width=_text_width("Kernel", names, cap=45, floor=16)),
+        _time_column("Measured", analysis.measured_ns.iloc[shown]),
+        _time_column("Predicted", result["predicted_ns"]),
+        _error_column("Error", error_fraction(analysis, run).iloc[shown]),
+        Column("Predicted cycles", number_values(result["predicted_cycles"]), "number", "#,##0", 13.0),
+        Column("Bottleneck", text_values(result["bottleneck"]), "label", width=17.0),
+    ]
+    states = text_values(result["state"])
+    columns.append(Column("State", states, width=_text_width("State", states, cap=30, floor=10),
+                          comment="the paper's own label for the kernel's regime"))
+    for name in details:
+        values = result[name]
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            columns.append(Column(name, number_values(values), "number", number_format_for(values),
+                                  max(11.0, len(name) + 2.0)))
+        else:
+            texts = text_values(values.map(lambda v: v if not isinstance(v, (bool, np.bool_)) else str(bool(v)).lower()))
+            columns.append(Column(name, texts, width=_text_width(name, texts, cap=40, floor=10)))
+    reasons = text_values(result["error"])
+    columns.append(Column("Reason (no prediction)", reasons, width=_text_width("Reason (no prediction)", reasons,
+                                                                               cap=70, floor=14)))
+    return TableSheet(title, columns, notes=notes, freeze_columns=3, error_columns=(5,), label_columns=(7,),
+                      side=side, side_widths=side_widths, status_columns=(3,))
+
+
+def _constants_block(run: ModelRun) -> list[list[Any]]:
+    """Rows of the block right of a model table: constants, then reasons without a prediction."""
+    block: list[list[Any]] = [["Constant", "Value", "Unit", "Status", "Source", "Meaning"]]
+    for name, constant in run.constants.items():
+        spec = run.constant_specs.get(name)
+        block.append([safe_text(name), float(constant.value), safe_text(getattr(spec, "unit", "") or "") or None,
+                      constant.status, safe_text(constant.source) or None,
+                      safe_text(getattr(spec, "description", "") or "") or None])
+    if not run.constants:
+        block.append(["(no machine constants)"])
+    reasons = error_reasons(run)
+    if reasons:
+        block.append([])
+        block.append(["Kernels", "Reason without a prediction"])
+        block.extend([[n, safe_text(reason)] for reason, n in reasons])
+    return block
+
+
+def _inputs_sheet(analysis: Analysis, large: bool) -> TableSheet:
+    kernels = analysis.kernels
+    canonical = [name for name in CANONICAL_COLUMNS if name in kernels.columns]
+    raw = [name for name in kernels.columns if name not in CANONICAL_COLUMNS]
+    columns = []
+    for name in [*canonical, *raw]:
+        spec = CANONICAL_COLUMNS.get(name)
+        values = kernels[name]
+        unit = spec.unit if spec else ""
+        header = f"{name} ({unit})" if unit else name
+        if spec:
+            comment = spec.description + (f"; ncu: {spec.ncu}" if spec.ncu else "") + (
+                f"; nvprof: {spec.nvprof}" if spec.nvprof else "")
+        else:
+            comment = "raw profiler counter without a canonical name (base units)"
+        numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values) and (
+            name not in IDENTITY_COLUMNS or name in ("source_row", "invocations"))
+        if numeric:
+            fmt = "0.0%" if unit == "fraction" else number_format_for(values)
+            columns.append(Column(header, number_values(values), "number", fmt, max(12.0, min(len(header), 28) + 2.0),
+                                  comment, raw=spec is None))
+        else:
+            texts = text_values(values, NAME_WIDTH if name == "kernel_name" else None)
+            columns.append(Column(header, texts, width=_text_width(header, texts, cap=50, floor=10),
+                                  comment=comment, raw=spec is None))
+    notes = [
+        f"Inputs: the canonical kernel table ({len(kernels):,} rows, {len(canonical)} canonical columns, "
+        f"{len(raw)} raw profiler columns with grey headers)",
+        "Units in the headers; fractions shown as %. Hover a header for its meaning and the ncu / nvprof metric.",
+    ]
+    freeze = 3 if canonical[:3] == ["kernel_id", "kernel_name", "kernel"] else 1
+    return TableSheet("Inputs", columns, notes=notes, freeze_columns=freeze, styled=not large)
+
+
+_GPU_FIELDS_SKIP = {"schema_version", "sources", "models", "calibration", "notes"}
+
+
+def _gpu_sheet(analysis: Analysis) -> TableSheet:
+    gpu = analysis.gpu
+    fields, values, sources = [], [], []
+    for key, value in gpu.raw.items():
+        if key in _GPU_FIELDS_SKIP:
+            continue
+        fields.append(key)
+        if isinstance(value, list):
+            value = ", ".join(str(v) for v in value)
+        values.append(safe_text(value) if isinstance(value, str) else (
+            str(value).lower() if isinstance(value, bool) else value))
+        sources.append(safe_text(gpu.sources.get(key, "")) or None)
+    for key, value in (("profile file", gpu.path), ("calibrated", "yes" if gpu.is_calibrated else "no"),
+                       ("notes", gpu.raw.get("notes", ""))):
+        if value:
+            fields.append(key)
+            values.append(safe_text(str(value)))
+            sources.append(None)
+    calibration = gpu.raw.get("calibration")
+    if isinstance(calibration, dict):
+        for key, value in calibration.items():
+            fields.append(f"calibration.{key}")
+            values.append(safe_text(str(value)) if not isinstance(value, (int, float)) else value)
+            sources.append(None)
+    side: list[list[Any]] = [["Model", "Constant", "Value", "Status", "Source"]]
+    for mid, run in analysis.runs.items():
+        for name, constant in run.constants.items():
+            side.append([mid, safe_text(name), float(constant.value), constant.status, safe_text(constant.source)])
+    defaults = sum(1 for run in analysis.runs.values() for c in run.constants.values() if c.status == "default")
+    notes = [
+        f"GPU profile: {gpu.name} (id {gpu.id}), chosen by {analysis.gpu_choice}",
+        f"Model constants used are listed to the right with their status; {defaults} come from the models' defaults "
+        "(amber: calibrate before trusting), 'calibrated' ones (green) were fitted on measured data.",
+    ]
+    columns = [
+        Column("Field", text_values(fields), width=26.0),
+        Column("Value", values, width=_text_width("Value", [str(v) for v in values], cap=40, floor=14), wrap=False),
+        Column("Source", sources, width=_text_width("Source", sources, cap=70, floor=20)),
+    ]
+    return TableSheet("GPU", columns, notes=notes, freeze_columns=1, side=side,
+                      side_widths=[13.0, 22.0, 12.0, 11.0, 70.0], status_columns=(3,))
+
+
+def _notes_sheet(analysis: Analysis, large: bool) -> TableSheet:
+    sections, items, details = [], [], []
+
+    def add(section: str, item: str, detail: Any) -> None:
+        sections.append(section)
+        items.append(item)
+        details.append(detail)
+
+    add("Report", "tool", f"nvperf-bridge {analysis.tool_version}")
+    add("Report", "created (UTC)", analysis.created)
+    add("Report", "kernels", len(analysis.kernels))
+    if large:
+        add("Report", "large input", f"more than {LARGE_INPUT:,} kernels: model sheets list the "
+                                     f"{LARGE_MODEL_ROWS:,} longest; the Inputs sheet has no per-cell number formats")
+    add("GPU", "profile", f"{analysis.gpu.name} ({analysis.gpu.id})")
+    add("GPU", "how it was chosen", analysis.gpu_choice)
+    for number, item in enumerate(analysis.inputs, start=1):
+        add("Inputs", f"file {number}", item.path)
+        add("Inputs", f"file {number} format", item.format)
+        add("Inputs", f"file {number} kernels", int(item.kernels))
+        if item.device:
+            add("Inputs", f"file {number} device", item.device)
+        for skipped in item.skipped:
+            add("Inputs", f"file {number} skipped", skipped)
+        for note in item.notes:
+            add("Inputs", f"file {number} note", note)
+    for mid, run in analysis.runs.items():
+        if run.result is None:
+            add("Models", mid, f"FAILED as a whole: {run.failure}")
+        else:
+            predicted = int(run.result["predicted_ns"].notna().sum())
+            add("Models", mid, f"version {run.version}; predicted {predicted:,} of {len(run.result):,} kernels; "
+                               f"constants: {constant_status_summary(run)}; from {run.origin}")
+    for warning in analysis.warnings:
+        add("Warnings", "warning", warning)
+    if not analysis.warnings:
+        add("Warnings", "warning", "none")
+    detail_texts = [safe_text(d) if isinstance(d, str) else d for d in details]
+    columns = [
+        Column("Section", text_values(sections), width=12.0),
+        Column("Item", text_values(items), width=24.0),
+        Column("Detail", detail_texts, width=120.0, wrap=True),
+    ]
+    return TableSheet("Notes", columns, freeze_columns=0)
+
+
+# ---- charts and figures ------------------------------------------------------------------
+
+def _charts_sheet(wb: Any, analysis: Analysis) -> None:
+    """Native charts with their data: measured vs predicted (longest kernels), bottleneck counts."""
+    from openpyxl.chart import BarChart, Reference
+    from openpyxl.utils import get_column_letter
+
+    ws = wb.create_sheet("Charts")
+    cells = _Cells(ws)
+    runs = analysis.ok_runs()
+    top = list(top_kernels(analysis, CHART_KERNELS))
+    measured = analysis.measured_ns
+    series_ns = ([("Measured", measured)] if measured.notna().any() else []) + [
+        (mid, run.result["predicted_ns"]) for mid, run in runs.items()]
+    unit = time_unit(pd.concat([s.loc[top] for _, s in series_ns])) if series_ns else time_unit([])
+    ws.column_dimensions["A"].width = 34
+    for position in range(2, 2 + max(len(series_ns), len(BOTTLENECKS))):
+        ws.column_dimensions[get_column_letter(position)].width = 13
+    ws.row_dimensions[3].height = 32
+    ws.page_setup.orientation = "landscape"
+    ws.page_setup.fitToWidth = 1
+    ws.page_setup.fitToHeight = 0
+    ws.sheet_properties.pageSetUpPr.fitToPage = True
+    ws.append([cells.cell(f"Charts: {analysis.gpu.name}", bold=True, size=12)])
+    ws.append([cells.cell(f"Measured vs predicted time of the {len(top)} longest kernels ({unit.label}; "
+                          "the chart's time axis is logarithmic)", italic=True, color=NOTE_COLOR)])
+    header_row = 3
+    ws.append([cells.header(Column("Kernel", [])), *(cells.header(Column(f"{name} ({unit.label})", []))
+                                                    for name, _ in series_ns)])
+    fmt = Column("", [], "number", "#,##0.00")
+    templates = [cells.template(fmt) for _ in series_ns]
+    names = text_values(display_names(analysis.kernels).loc[top], 32)
+    for position, index in enumerate(top):
+        row: list[Any] = [cells.cell(str(names[position] or ""))]
+        for template, (_, values) in zip(templates, series_ns):
+            value = values.loc[index]
+            row.append(cells.cell(float(value) / unit.ns, number_format="#,##0.00")
+                       if pd.notna(value) and value > 0 else None)
+        ws.append(row)
+    last_row = header_row + len(top)
+    if top and series_ns:
+        chart = BarChart()
+        chart.type = "bar"
+        chart.style = 10
+        chart.title = f"Measured vs predicted, {len(top)} longest kernels"
+        chart.y_axis.title = f"time ({unit.label}, log scale)"
+        chart.y_axis.scaling.logBase = 10
+        chart.y_axis.majorGridlines = None
+        chart.x_axis.scaling.orientation = "maxMin"  # longest kernel at the top
+        chart.y_axis.crosses = "max"
+        chart.x_axis.delete = False
+        chart.y_axis.delete = False
+        data = Reference(ws, min_col=2, max_col=1 + len(series_ns), min_row=header_row, max_row=last_row)
+        chart.add_data(data, titles_from_data=True)
+        chart.set_categories(Reference(ws, min_col=1, min_row=header_row + 1, max_row=last_row))
+        chart.height = min(30.0, max(9.0, 3.0 + 0.25 * len(top) * len(series_ns)))
+        chart.width = 22.0
+        chart.legend.position = "b"
+        chart.gapWidth = 60
+        chart.y_axis.number_format = "General"
+        anchor_col = get_column_letter(max(len(series_ns), len(BOTTLENECKS)) + 3)
+        ws.add_chart(chart, f"{anchor_col}{header_row}")
+
+    # Bottleneck counts per model (stacked columns, one colour per label).
+    ws.append([])
+    ws.append([])
+    count_header = last_row + 3
+    ws.append([cells.cell("Bottleneck counts per model (kernels the model predicted)", bold=True)])
+    count_header += 1
+    ws.row_dimensions[count_header].height = 32
+    ws.append([cells.header(Column("Model", [])), *(cells.header(Column(label, [])) for label in BOTTLENECKS)])
+    models = list(runs)
+    for mid in models:
+        result = runs[mid].result
+        labels = result["bottleneck"][result["error"] == ""]
+        counts = labels.value_counts()
+        ws.append([cells.cell(mid), *(int(counts.get(label, 0)) for label in BOTTLENECKS)])
+    if models:
+        stacked = BarChart()
+        stacked.type = "col"
+        stacked.grouping = "stacked"
+        stacked.overlap = 100
+        stacked.title = "Bottleneck per model"
+        stacked.y_axis.title = "kernels"
+        stacked.x_axis.title = "model"
+        stacked.x_axis.delete = False
+        stacked.y_axis.delete = False
+        data = Reference(ws, min_col=2, max_col=1 + len(BOTTLENECKS), min_row=count_header,
+                         max_row=count_header + len(models))
+        stacked.add_data(data, titles_from_data=True)
+        stacked.set_categories(Reference(ws, min_col=1, min_row=count_header + 1, max_row=count_header + len(models)))
+        for series, label in zip(stacked.series, BOTTLENECKS):
+            series.graphicalProperties.solidFill = BOTTLENECK_COLORS[label]
+            series.graphicalProperties.line.solidFill = BOTTLENECK_COLORS[label]
+        stacked.height, stacked.width = 9.0, 16.0
+        stacked.legend.position = "r"
+        ws.add_chart(stacked, f"A{count_header + len(models) + 3}")
+
+
+def _figures_sheet(wb: Any, figures: Sequence[Any]) -> None:
+    """The PNG figures, one under the other, each with a caption."""
+    from openpyxl.drawing.image import Image
+
+    ws = wb.create_sheet("Figures")
+    cells = _Cells(ws)
+    ws.column_dimensions["A"].width = 100
+    row = 1
+    for figure in figures:
+        ws.append([cells.cell(figure.caption, bold=True, size=12)])
+        image = Image(io.BytesIO(figure.png))
+        scale = min(1.0, 820.0 / max(figure.width_px, 1))
+        image.width, image.height = int(figure.width_px * scale), int(figure.height_px * scale)
+        ws.add_image(image, f"A{row + 1}")
+        rows = int(image.height / 20) + 2  # default rows are 20 px high
+        for _ in range(rows):
+            ws.append([])
+        row += rows + 1
+    if not figures:
+        ws.append([cells.cell("No figures: the input has no measured times and the transit model predicted no "
+                              "kernel.", italic=True, color=NOTE_COLOR)])
+
+
+# ---- workbook ------------------------------------------------------------------------------
+
+def render_workbook(analysis: Analysis, figures: Sequence[Any] | None = None,
+                    progress: Callable[[str], None] | None = None) -> bytes:
+    """The review workbook as .xlsx bytes; ``figures`` are ``figures.ReportFigure`` PNGs to embed."""
+    from openpyxl import Workbook
+
+    step = progress or (lambda _label: None)
+    large = len(analysis.kernels) > LARGE_INPUT
+    order = _order(analysis)
+    wb = Workbook(write_only=True)
+    wb.properties.creator = f"nvperf-bridge {analysis.tool_version}"
+    wb.properties.title = f"nvperf-bridge review: {analysis.gpu.name}"
+    step("Summary")
+    _write_table(wb, _summary_sheet(analysis, order))
+    _write_table(wb, _accuracy_sheet(analysis))
+    step("charts")
+    _charts_sheet(wb, analysis)
+    _figures_sheet(wb, list(figures or ()))
+    names = _sheet_names(analysis)
+    for mid, run in analysis.runs.items():
+        step(f"model sheet {mid}")
+        _write_table(wb, _model_sheet(analysis, run, names[mid], order, large))
+    step("Inputs")
+    _write_table(wb, _inputs_sheet(analysis, large))
+    _write_table(wb, _gpu_sheet(analysis))
+    _write_table(wb, _notes_sheet(analysis, large))
+    step("saving")
+    buffer = io.BytesIO()
+    wb.save(buffer)
+    return buffer.getvalue()
+
+
+__all__ = ["LARGE_INPUT", "LARGE_MODEL_ROWS", "render_workbook", "number_format_for", "text_values"]

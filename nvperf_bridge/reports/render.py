@@ -1,0 +1,81 @@
+"""From an Analysis to the bytes of every output file of one report.
+
+``report_outputs`` is the one place that knows which renderer a format uses
+and which companion files it has (the Markdown report's PNG figures, named
+after the report and linked relatively). The CLI writes the result with
+``write.write_outputs`` (atomically) or prints it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from nvperf_bridge.analysis import Analysis
+
+FORMATS: tuple[str, ...] = ("md", "json", "csv", "xlsx")
+SUFFIXES: dict[str, str] = {".md": "md", ".markdown": "md", ".json": "json", ".csv": "csv", ".xlsx": "xlsx"}
+
+
+def format_for(fmt: str | None, output: Path | None) -> str:
+    """The report format: ``--format`` if given, else from the ``-o`` suffix, else Markdown."""
+    from nvperf_bridge.errors import UsageError
+
+    if fmt:
+        wanted = fmt.lower().lstrip(".")
+        wanted = {"markdown": "md", "excel": "xlsx"}.get(wanted, wanted)
+        if wanted not in FORMATS:
+            raise UsageError(f"unknown format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
+        return wanted
+    if output is None:
+        return "md"
+    suffix = output.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise UsageError(f"cannot tell the report format from {output.name!r}",
+                         hint=f"name it .md, .json, .csv or .xlsx, or pass --format {'|'.join(FORMATS)}")
+    return SUFFIXES[suffix]
+
+
+def figure_path(output: Path, key: str) -> Path:
+    """Where a Markdown report's figure goes: beside it, named after it (review-transit.png)."""
+    return output.with_name(f"{output.stem}-{key}.png")
+
+
+def report_outputs(analysis: Analysis, fmt: str, output: Path | None,
+                   progress: Callable[[str], None] | None = None) -> dict[Path | None, bytes]:
+    """Every file of the report as bytes; the key None means stdout (Markdown, JSON, CSV only)."""
+    step = progress or (lambda _label: None)
+    if fmt == "json":
+        from nvperf_bridge.reports.json_report import render_json
+
+        return {output: render_json(analysis).encode("utf-8")}
+    if fmt == "csv":
+        from nvperf_bridge.reports.csv_report import render_csv
+
+        return {output: render_csv(analysis).encode("utf-8")}
+    from nvperf_bridge.reports.figures import report_figures
+
+    if fmt == "xlsx":
+        from nvperf_bridge.reports.excel import render_workbook
+
+        step("drawing figures")
+        figures = report_figures(analysis)
+        step("writing the workbook")
+        return {output: render_workbook(analysis, figures)}
+    from nvperf_bridge.reports.markdown import render_markdown
+
+    if output is None:  # stdout: no files to link figures from
+        return {None: render_markdown(analysis).encode("utf-8")}
+    step("drawing figures")
+    figures = report_figures(analysis)
+    files: dict[Path | None, bytes] = {}
+    links = {}
+    for figure in figures:
+        path = figure_path(output, figure.key)
+        files[path] = figure.png
+        links[figure.caption] = path.name
+    files = {output: render_markdown(analysis, links).encode("utf-8"), **files}
+    return files
+
+
+__all__ = ["FORMATS", "figure_path", "format_for", "report_outputs"]
