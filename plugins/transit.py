@@ -106,7 +106,7 @@ Returns, all per SM, throughputs in GB/s:
 - ``x``: threads in CS, the same grid 0..n; ``g``: g(x)
 - ``g_of_n_minus_k``: g(n - k) on the ``k`` grid (the reversed-axis curve of Fig. 5-B/6)
 - ``equilibrium``: [k*, x*, r*] (r* = f(k*) = g(x*), GB/s)
-- ``delta_point``: [delta, R]; ``pi_point``: [M, g(M)]
+- ``delta_point``: [delta, R] (on the k axis); ``pi_point``: [M, g(M)] (on the x axis: at k = n - M)
 - ``n``, ``Z``, ``R``, ``delta``, ``M``, ``CS_throughput`` (Z r*, G warp-instructions/s): 0-d arrays
 - ``state``: 0-d string array, the bound
 """
