@@ -104,6 +104,25 @@ def test_table2_golden_from_a_hand_built_frame() -> None:
     _check_table2(analysis.runs["hong-kim"].result)
 
 
+def test_table2_golden_through_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from nvperf_bridge.cli import main
+
+    code = main(["analyze", str(TABLE2_YAML), "--model", "hong-kim", "--format", "json", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0
+    report = json.loads(out)
+    assert report["gpu"]["id"] == "hong-kim-example"
+    entry = report["kernels"][0]["models"]["hong-kim"]
+    details = entry["details"]
+    assert paper(details["MWP"], 2.28)
+    assert details["CWP"] == pytest.approx(20.0)
+    assert paper(details["Exec_cycles_app"], 38450.0)
+    assert paper(entry["predicted_cycles"], 50738.0)
+    assert entry["state"] == STATE_MWP_LT_CWP
+
+
 def test_registered_through_the_entry_point() -> None:
     registry = load_registry()
     assert "hong-kim" in registry.models

@@ -90,6 +90,21 @@ def test_list_ranking_golden_from_a_hand_built_frame() -> None:
     _check_list_ranking(analysis.runs["kothapalli"].result)
 
 
+def test_list_ranking_golden_through_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from nvperf_bridge.cli import main
+
+    code = main(["analyze", str(LIST_RANKING_YAML), "--model", "kothapalli", "--format", "json", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0
+    report = json.loads(out)
+    assert report["gpu"]["id"] == "gtx280"
+    entry = report["kernels"][0]["models"]["kothapalli"]
+    assert entry["predicted_ns"] / 1e6 == pytest.approx(21.0, rel=0.02)
+    assert entry["details"]["T_sum_ns"] == pytest.approx(entry["details"]["T_max_ns"])
+
+
 def test_registered_through_the_entry_point() -> None:
     registry = load_registry()
     assert "kothapalli" in registry.models
