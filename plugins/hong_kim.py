@@ -245,7 +245,7 @@ class HongKimModel:
             "Issue_cycles", 4.0, "cycles", (0.01, 64.0),
             "SM cycles to issue one warp instruction (Eq. 19)",
             "Hong & Kim ISCA'09 Table 1 row 2: 4 cycles (32 threads on 8 SPs). On later SMs about "
-            "warp_size / (warp instructions issued per SM cycle x 32); calibrate",
+            "1 / (warp instructions the SM issues per cycle), e.g. 0.25 with four schedulers; calibrate",
         ),
         ConstantSpec(
             "Uncoal_per_mw", 32.0, "transactions", (1.0, 64.0),
