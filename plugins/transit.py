@@ -201,7 +201,11 @@ def machine_parameters(gpu: GpuProfile, constants: Mapping[str, float], dp: Any)
     """R (bytes/s per SM), delta and M (threads), CS_peak (warp instructions/s) per kernel (dp: bool array)."""
     dp = np.asarray(dp, dtype=bool)
     max_threads = float(gpu.max_threads_per_sm)
-    pick = lambda name: np.where(dp, constants[f"{name}_dp"], constants[name])  # noqa: E731
+
+    def pick(name: str) -> np.ndarray:
+        """The DP constant where the kernel is DP, the SP one elsewhere."""
+        return np.where(dp, constants[f"{name}_dp"], constants[name])
+
     return {
         "R": pick("R_fraction") * gpu.memory_bandwidth_bytes_per_s / gpu.sm_count,
         "delta": pick("delta_fraction") * max_threads,
