@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge.accuracy import accuracy_stats
-from nvperf_bridge.errors import InputError, ModelError, OutputError
+from nvperf_bridge.errors import InputError, ModelError, OutputError, UsageError
 from nvperf_bridge.gpu import GpuProfile, ModelConstant
 from nvperf_bridge.model import ConstantSpec, resolve_constants, validate_result
 
@@ -66,7 +66,7 @@ COLLINEAR = 1e-3
 # own effect is too small to fit: a 1% change moves the predictions by < 1e-4 %.
 WEAK = 1e-4
 
-ACCURACY_KEYS = ("n", "mape", "median_ape", "gm_abs_error")
+ACCURACY_KEYS = ("n", "mape", "median_ape", "gm_abs_error", "mean_accuracy")
 
 
 @dataclass(frozen=True)
@@ -76,9 +76,12 @@ class CalibrationSettings:
     folds: int = 5
     seed: int = 0
     perturbation: float = 0.10
-    restarts: int = 2
+    restarts: int = 1
     groups_per_constant: int = 2
-    max_nfev: int = 300
+    max_nfev: int = 100
+    loss: str = "linear"  # scipy least_squares loss on the log residuals ("soft_l1" damps kernels a model cannot describe)
+    f_scale: float = 0.7  # residual (log scale) where a robust loss starts to damp: about a factor of 2
+    only: Mapping[str, Sequence[str]] = field(default_factory=dict)  # model id -> the constants to consider
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # model id -> evaluate options
 
 
@@ -251,12 +254,17 @@ class _Evaluator:
 
     def __init__(self, model: Any, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> None:
         self.model, self.kernels, self.gpu, self.options = model, kernels, gpu, options
+        # Models can take tens of ms per call; the start point and the perturbations recur.
+        self._cache: dict[tuple[tuple[str, float], ...], np.ndarray] = {}
 
     def log_predictions(self, values: Mapping[str, float]) -> np.ndarray:
-        trial = with_constants(self.gpu, self.model.id, values, "calibration trial", "calibrated")
-        predicted = predict_ns(self.model, self.kernels, trial, self.options).to_numpy()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.log(predicted)
+        key = tuple(sorted((name, float(value)) for name, value in values.items()))
+        if key not in self._cache:
+            trial = with_constants(self.gpu, self.model.id, values, "calibration trial", "calibrated")
+            predicted = predict_ns(self.model, self.kernels, trial, self.options).to_numpy()
+            with np.errstate(divide="ignore", invalid="ignore"):
+                self._cache[key] = np.log(predicted)
+        return self._cache[key].copy()
 
 
 # ---- choosing which constants the data can pin down ------------------------------
@@ -414,7 +422,8 @@ def fit_constants(
         x_start = _inside(x_start, transform)
         # diff_step 1e-3: models with floors and min/max are flat at a 1e-8 step
         solution = least_squares(residuals, x_start, bounds=(transform.lo, transform.hi), method="trf",
-                                 diff_step=1e-3, xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=settings.max_nfev)
+                                 diff_step=1e-3, xtol=1e-8, ftol=1e-8, gtol=1e-8, max_nfev=settings.max_nfev,
+                                 loss=settings.loss, f_scale=settings.f_scale)
         cost = float(solution.cost)
         # The current values' fit wins unless a restart is clearly better.
         if best is None or cost < best[0] * (1 - 1e-6) - 1e-15:
@@ -473,6 +482,15 @@ def calibrate_model(
         outcome.skipped = "declares no machine constants (nothing to calibrate)"
         return outcome
     options = settings.options.get(model.id, {})
+    if model.id in settings.only:
+        unknown = sorted(set(settings.only[model.id]) - {spec.name for spec in specs})
+        if unknown:
+            raise UsageError(f"model {model.id} has no constant {unknown[0]!r}",
+                             hint=f"its constants: {', '.join(spec.name for spec in specs)}")
+        left_out = [spec for spec in specs if spec.name not in settings.only[model.id]]
+        specs = tuple(spec for spec in specs if spec.name in settings.only[model.id])
+    else:
+        left_out = []
     resolved = resolve_constants(model, gpu)
     start = {spec.name: float(np.clip(resolved[spec.name].value, *spec.bounds)) for spec in specs}
     for spec in specs:
@@ -501,6 +519,8 @@ def calibrate_model(
     outcome.before = _stats(base[used.index].to_numpy(), measured_used)
 
     values, outcome.unfitted = _fit_on(model, used, gpu, specs, start, settings, options)
+    outcome.unfitted += [UnfittedConstant(spec.name, resolved[spec.name].value, "not selected for fitting")
+                         for spec in left_out]
     outcome.fitted = [
         FittedConstant(spec.name, spec.unit, (float(spec.bounds[0]), float(spec.bounds[1])), start[spec.name],
                        values[spec.name], resolved[spec.name].source, resolved[spec.name].status)
@@ -561,6 +581,8 @@ def calibrate(
     for model_id, model in models.items():
         try:
             outcomes[model_id] = calibrate_model(model, kernels, gpu, settings)
+        except UsageError:
+            raise
         except ModelError as exc:
             outcomes[model_id] = ModelCalibration(model_id, skipped=f"evaluate failed: {exc}")
         except Exception as exc:  # a plugin may raise anything during the fit; the others go on
@@ -617,8 +639,10 @@ def calibrated_profile_mapping(
     """The YAML document of the calibrated profile: the base profile's fields, the fitted
     constants under ``models:`` (status ``calibrated``) and a ``calibration`` block."""
     date = date or calibration_date()
-    names = ", ".join(Path(f).name for f in data_files)
-    source = f"calibrated on {names} (nvperf-bridge calibrate, {date})"
+    names = [Path(f).name for f in data_files]
+    listed = ", ".join(names) if len(names) <= 3 else (
+        f"{names[0]}, {names[1]} and {len(names) - 2} more files (all listed with their sha256 under calibration.data)")
+    source = f"calibrated on {listed} (nvperf-bridge calibrate, {date})"
     base = result.base
     document = {key: value for key, value in base.raw.items() if key != "calibration"}
     document["id"] = new_id
@@ -656,12 +680,12 @@ def calibrated_profile_mapping(
                 "cv_train": _plain(cv.train) if cv else None,
                 "cv_held_out": _plain(cv.held_out) if cv else None,
             },
+            "cross_validation": {"folds": cv.folds, "note": cv.note} if cv else None,
             "notes": list(outcome.notes),
         }
     document["models"] = models
     if not models:
         del document["models"]
-    first_cv = next((o.cv for o in result.models.values() if o.cv is not None), None)
     document["calibration"] = {
         "date": date,
         "tool": f"nvperf-bridge {tool_version}",
@@ -670,14 +694,13 @@ def calibrated_profile_mapping(
         "data": [{"file": Path(f).name, "sha256": file_sha256(f)} for f in data_files],
         "kernels_with_measured_time": result.kernels,
         "kernel_groups": result.groups,
-        "method": ("scipy.optimize.least_squares (trf, bounded) on log(predicted/measured), each kernel group "
-                   "weighted equally; constants chosen by +-10% sensitivity and pivoted QR"),
-        "cross_validation": {
-            "requested_folds": result.settings.folds,
-            "folds": first_cv.folds if first_cv else 0,
-            "seed": result.settings.seed,
-            "note": first_cv.note if first_cv else "no model was cross-validated",
-        },
+        "method": (f"scipy.optimize.least_squares (trf, bounded, loss {result.settings.loss}) on "
+                   "log(predicted/measured), each kernel group weighted equally; constants chosen by +-10% "
+                   f"sensitivity and pivoted Gram-Schmidt, at most one per {result.settings.groups_per_constant} "
+                   f"kernel groups; {result.settings.restarts} seeded random restart(s)"),
+        # k can differ per model (models predict different kernels): see models.<id>.cross_validation
+        "cross_validation": {"requested_folds": result.settings.folds, "seed": result.settings.seed,
+                             "split": "by kernel group (the kernel column); every row of a group in one fold"},
         "models": block_models,
         "skipped": skipped,
     }

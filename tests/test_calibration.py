@@ -239,3 +239,56 @@ def test_constant_with_a_negligible_effect_is_too_small_to_fit(gpu: GpuProfile) 
     outcome = calibrate_model(model, kernels, gpu, CalibrationSettings(folds=0, restarts=0))
     reasons = {c.name: c.reason for c in outcome.unfitted}
     assert "too small to measure" in reasons["sync_cycles"]
+
+
+# ---- the real models: kernels generated with the model itself, known constants recovered ----
+
+def registered_model(model_id: str) -> Any:
+    from nvperf_bridge.registry import load_registry
+
+    registry = load_registry()
+    if model_id not in registry.models:
+        pytest.skip(f"model {model_id} is not installed")
+    return registry.get(model_id)
+
+
+def test_recovers_roofline_attainable_fractions(gpu: GpuProfile) -> None:
+    model = registered_model("roofline")
+    rng = np.random.default_rng(7)
+    n = 10
+    # half the kernels compute-bound (high arithmetic intensity), half memory-bound
+    intensity = np.where(np.arange(n) % 2 == 0, rng.uniform(50, 200, n), rng.uniform(0.1, 2, n))
+    kernels = pd.DataFrame({"kernel": [f"k{i}" for i in range(n)], "dram_bytes": rng.uniform(1e6, 1e9, n)})
+    kernels["flop_sp"] = kernels["dram_bytes"] * intensity
+    true = {"attainable_bandwidth_fraction": 0.72, "attainable_flop_fraction": 0.55}
+    truth = with_constants(gpu, model.id, true, "truth", "calibrated")
+    kernels["duration_ns"] = model.evaluate(kernels, truth, {})["predicted_ns"]
+    outcome = calibrate_model(model, kernels, gpu, CalibrationSettings(folds=0, restarts=0))  # starts at 1.0, 1.0
+    assert outcome.values == pytest.approx(true, rel=0.02)
+
+
+def test_recovers_hong_kim_memory_constants_of_section_5_1(gpu: GpuProfile) -> None:
+    """Hong & Kim fitted Mem_LD and the two departure delays with micro-benchmarks (Section 5.1)."""
+    model = registered_model("hong-kim")
+    rng = np.random.default_rng(2)
+    n = 16
+    kernels = pd.DataFrame({"kernel": [f"k{i}" for i in range(n)],
+                            "grid_blocks": rng.integers(28, 2000, n).astype(float),
+                            "block_threads": rng.choice([64.0, 128.0, 256.0, 512.0], n)})
+    warps = kernels["grid_blocks"] * np.ceil(kernels["block_threads"] / 32)
+    kernels["inst_executed"] = warps * rng.uniform(50, 2000, n)
+    memory_share = rng.uniform(0.01, 0.3, n)
+    kernels["inst_global_ld"] = kernels["inst_executed"] * memory_share * 0.7
+    kernels["inst_global_st"] = kernels["inst_executed"] * memory_share * 0.3
+    sectors_per_request = rng.choice([4.0, 8.0, 16.0, 32.0], n)  # coalesced to fully uncoalesced
+    kernels["global_ld_sectors"] = kernels["inst_global_ld"] * sectors_per_request
+    kernels["global_st_sectors"] = kernels["inst_global_st"] * sectors_per_request
+    kernels["inst_barrier"] = warps * rng.integers(0, 10, n)
+    kernels["achieved_occupancy"] = rng.uniform(0.2, 1.0, n)
+    true = {"Mem_LD": 600.0, "Departure_del_uncoal": 14.0, "Departure_del_coal": 6.0}  # defaults 420, 10, 4
+    truth = with_constants(gpu, model.id, true, "truth", "calibrated")
+    kernels["duration_ns"] = model.evaluate(kernels, truth, {})["predicted_ns"]
+    settings = CalibrationSettings(folds=0, restarts=0, only={model.id: list(true)})
+    outcome = calibrate_model(model, kernels, gpu, settings)
+    assert outcome.values == pytest.approx(true, rel=0.02)
+    assert {c.reason for c in outcome.unfitted} == {"not selected for fitting"}

@@ -4,9 +4,12 @@ and write a calibrated GPU profile (with its provenance and cross-validated erro
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from nvperf_bridge.calibration import CalibrationResult
 
 
 def calibrate_command(
@@ -16,6 +19,7 @@ def calibrate_command(
     output: Path = typer.Option(..., "--output", "-o", help="Calibrated profile to write, e.g. profiles/my-gpu-calibrated.yaml (its id is the file stem)."),
     folds: int = typer.Option(5, "--folds", help="k of the k-fold cross-validation by kernel group (reduced when there are fewer groups)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the fold split and of the optimiser's random restarts."),
+    loss: str = typer.Option("linear", "--loss", help="least_squares loss on the log residuals: linear (plain least squares) or soft_l1 (damps kernels a model is far off on)."),
     force: bool = typer.Option(False, "--force", help="Overwrite the output file if it exists."),
     plugin: Optional[List[str]] = typer.Option(None, "--plugin", help="Also load a model plugin from this .py file."),
     profile_dir: Optional[List[Path]] = typer.Option(None, "--profile-dir", help="Also look for GPU profiles in this folder."),
@@ -32,6 +36,8 @@ def calibrate_command(
     from nvperf_bridge.importers import read_profiles
     from nvperf_bridge.registry import load_registry
 
+    if loss not in ("linear", "soft_l1", "huber", "cauchy"):
+        raise UsageError(f"--loss {loss!r} is not one of linear, soft_l1, huber, cauchy")
     if output.suffix not in (".yaml", ".yml"):
         raise UsageError(f"the output {str(output)!r} must be a .yaml file (a GPU profile)")
     if output.exists() and not force:  # checked first: the fit can take a while
@@ -49,9 +55,9 @@ def calibrate_command(
         raise UsageError(f"unknown model {unknown[0]!r}", hint="run 'nvperf-bridge models' to list the installed ones")
     typer.echo(f"calibrating {', '.join(wanted)} on {len(imported.kernels)} kernel row(s), base profile {base.id} "
                f"({choice})", err=True)
-    settings = CalibrationSettings(folds=folds, seed=seed)
+    settings = CalibrationSettings(folds=folds, seed=seed, loss=loss)
     result = calibrate(imported.kernels, base, {mid: registry.get(mid) for mid in wanted}, settings)
-    command = _command_line(files, gpu, model, output, folds, seed)
+    command = _command_line(files, gpu, model, output, folds, seed, loss)
     document = calibrated_profile_mapping(result, output.stem, files, tool_version=__version__, command=command)
     profile_from_mapping(document, str(output))  # never write a profile that would not load
     typer.echo(render_report(result, command), nl=False)
@@ -63,13 +69,16 @@ def calibrate_command(
     typer.echo(f"wrote {output}: use it with --gpu {output}", err=True)
 
 
-def _command_line(files: list[Path], gpu: str, models: list[str] | None, output: Path, folds: int, seed: int) -> str:
+def _command_line(files: list[Path], gpu: str, models: list[str] | None, output: Path, folds: int, seed: int,
+                  loss: str) -> str:
     import shlex
 
     parts = ["nvperf-bridge", "calibrate", *(str(f) for f in files), "--gpu", gpu]
     for mid in models or []:
         parts += ["--model", mid]
     parts += ["-o", str(output), "--folds", str(folds), "--seed", str(seed)]
+    if loss != "linear":
+        parts += ["--loss", loss]
     return shlex.join(parts)
 
 
@@ -81,38 +90,44 @@ def _pct(value: Any) -> str:
     return "-" if number != number else f"{100 * number:.1f}%"
 
 
-def render_report(result: Any, command: str = "") -> str:
+def render_report(result: "CalibrationResult", command: str = "") -> str:
     """The calibration report as Markdown: the before/after held-out table, then per model
     what was fitted and what could not be, with the reasons."""
     lines = [f"## Calibration of `{result.base.id}` on {result.kernels} kernel row(s) in {result.groups} kernel group(s)", ""]
     if command:
         lines += ["Regenerate with:", "", "```sh", command, "```", ""]
-    notes = sorted({o.cv.note for o in result.models.values() if o.cv is not None})
-    lines += [f"Cross-validation: {note}." for note in notes]
     lines += [
+        "Errors are over the kernels with a measured time. *Before*: the base profile's constants. *Held-out*: each "
+        "kernel predicted by constants fitted without its kernel group (k-fold by kernel group). *In-fold*: the same "
+        "fits on their own training kernels. APE = |predicted - measured| / measured; accuracy = min/max of the two.",
         "",
-        "| model | kernels (groups) | constants fitted | MAPE before | MAPE held-out | median APE before | "
-        "median APE held-out | GM abs error before | GM abs error held-out | MAPE in-fold (train) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| model | kernels (groups) | CV folds | constants fitted | MAPE before | MAPE held-out | median APE before | "
+        "median APE held-out | GM abs error before | GM abs error held-out | mean accuracy before | "
+        "mean accuracy held-out | MAPE in-fold |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for mid, o in result.models.items():
         if o.skipped:
-            lines.append(f"| {mid} | - | skipped: {o.skipped} | - | - | - | - | - | - | - |")
+            lines.append(f"| {mid} | - | - | skipped: {o.skipped} |" + " - |" * 9)
             continue
         cv = o.cv
         held, train = (cv.held_out, cv.train) if cv and cv.folds else ({}, {})
-        fitted = f"{len(o.fitted)} of {len(o.fitted) + len(o.unfitted)}"
-        lines.append(
-            f"| {mid} | {o.kernels} ({o.groups}) | {fitted} | {_pct(o.before.get('mape'))} | {_pct(held.get('mape'))} | "
-            f"{_pct(o.before.get('median_ape'))} | {_pct(held.get('median_ape'))} | {_pct(o.before.get('gm_abs_error'))} | "
-            f"{_pct(held.get('gm_abs_error'))} | {_pct(train.get('mape'))} |"
-        )
+        cells = [f"{o.kernels} ({o.groups})", str(cv.folds) if cv and cv.folds else "none",
+                 f"{len(o.fitted)} of {len(o.fitted) + len(o.unfitted)}"]
+        for key in ("mape", "median_ape", "gm_abs_error", "mean_accuracy"):
+            cells += [_pct(o.before.get(key)), _pct(held.get(key))]
+        cells.append(_pct(train.get("mape")))
+        lines.append(f"| {mid} | " + " | ".join(cells) + " |")
     lines.append("")
     for mid, o in result.models.items():
         if o.skipped:
             continue
-        lines += [f"### {mid}", "", f"In-sample MAPE after the fit on all kernels: {_pct(o.after.get('mape'))} "
-                  f"(before: {_pct(o.before.get('mape'))}).", ""]
+        lines += [f"### {mid}", ""]
+        if o.cv is not None:
+            lines += [f"Cross-validation: {o.cv.note}.", ""]
+        lines += [f"In-sample after the fit on all kernels: MAPE {_pct(o.after.get('mape'))} (before "
+                  f"{_pct(o.before.get('mape'))}), mean accuracy {_pct(o.after.get('mean_accuracy'))} (before "
+                  f"{_pct(o.before.get('mean_accuracy'))}).", ""]
         if o.fitted:
             lines += ["| constant | before | after | unit | bounds |", "|---|---|---|---|---|"]
             lines += [f"| {c.name} | {c.before:.6g} | {c.after:.6g} | {c.unit} | [{c.bounds[0]:g}, {c.bounds[1]:g}] |"

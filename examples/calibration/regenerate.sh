@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Regenerate the shipped calibrated GTX 1080 Ti profile and its before/after error table.
+#
+#   examples/calibration/regenerate.sh            # from the repository root or anywhere
+#
+# Needs the public corpus in ../shared/realdata (beside the checkout), or REALDATA=/path.
+# Writes profiles/gtx-1080-ti-calibrated.yaml and examples/calibration/gtx-1080-ti.md
+# (the report; docs/calibration.md quotes its table). SOURCE_DATE_EPOCH, when set,
+# fixes the date written into the profile so that a rerun is byte-identical.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+REALDATA="${REALDATA:-../shared/realdata}"
+NVPERF="${NVPERF:-.venv/bin/nvperf-bridge}"
+[ -x "$NVPERF" ] || NVPERF=nvperf-bridge
+
+# GTX 1080 Ti (magus): nvprof --metrics all paired with --print-gpu-trace, 7 kernels.
+"$NVPERF" calibrate \
+  "$REALDATA"/magus/magus__matrixMul_metrics.csv "$REALDATA"/magus/magus__matrixMul_trace.csv \
+  "$REALDATA"/magus/magus__metrics_parboil_sgemm.csv "$REALDATA"/magus/magus__traces_parboil_sgemm.csv \
+  "$REALDATA"/magus/magus__metrics_poly_gemm.csv "$REALDATA"/magus/magus__traces_poly_gemm.csv \
+  "$REALDATA"/magus/magus__metrics_rodinia_hotspot.csv "$REALDATA"/magus/magus__traces_rodinia_hotspot.csv \
+  "$REALDATA"/magus/magus__metrics_rodinia_lud.csv "$REALDATA"/magus/magus__traces_rodinia_lud.csv \
+  --gpu gtx-1080-ti -o profiles/gtx-1080-ti-calibrated.yaml --folds 7 --seed 0 --force \
+  > examples/calibration/gtx-1080-ti.md
+
+# The calibrated profile is then guarded like this (exit 1 if the model drifts past 100 % MAPE):
+"$NVPERF" validate "$REALDATA"/magus/magus__*.csv --gpu gtx-1080-ti-calibrated --require transit --max-mape 100% \
+  > examples/calibration/gtx-1080-ti-validate.md || true

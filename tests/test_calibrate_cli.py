@@ -1,0 +1,113 @@
+"""``nvperf-bridge calibrate``: exit codes, stdout/stderr, the written profile and its use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from calibration_data import PLUGIN, plugin_module, write_inputs
+from nvperf_bridge import cli
+from nvperf_bridge.analysis import choose_gpu
+from nvperf_bridge.gpu import load_profile_file
+from nvperf_bridge.importers import read_profiles
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = cli.main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> tuple[Path, Path]:
+    return write_inputs(tmp_path)
+
+
+def calibrate_args(data: Path, base: Path, out: Path, *extra: str) -> list[str]:
+    return ["calibrate", str(data), "--gpu", str(base), "--plugin", str(PLUGIN), "-o", str(out),
+            "--folds", "4", *extra]
+
+
+def test_calibrate_writes_a_profile_that_loads_and_is_used(
+    inputs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, base = inputs
+    out = tmp_path / "profiles" / "test-gpu-calibrated.yaml"
+    code, stdout, stderr = run(calibrate_args(data, base, out, "--model", "fake-linear", "--model", "fake-constless"),
+                               capsys)
+    assert code == 0, stderr
+    assert "| fake-linear | 8 (8) | 4 |" in stdout  # kernels (groups), folds
+    assert "sync_cycles could not be fitted: changing it by +-10% moves no prediction" in stdout
+    assert "| fake-constless | - | - | skipped: declares no machine constants" in stdout
+    assert f"wrote {out}" in stderr and "Traceback" not in stderr
+    profile = load_profile_file(out)
+    assert profile.id == "test-gpu-calibrated" and profile.match == []
+    truth = plugin_module().TRUE
+    for name, value in truth.items():
+        constant = profile.constant("fake-linear", name)
+        assert constant is not None and constant.status == "calibrated"
+        assert constant.value == pytest.approx(value, rel=0.02)
+        assert constant.source.startswith("calibrated on kernels.yaml (nvperf-bridge calibrate, ")
+    block = profile.raw["calibration"]
+    assert block["base_profile"] == "test-gpu" and block["data"][0]["file"] == "kernels.yaml"
+    assert block["command"].startswith("nvperf-bridge calibrate ")
+    assert block["skipped"] == {"fake-constless": "declares no machine constants (nothing to calibrate)"}
+    held_out = block["models"]["fake-linear"]["error"]["cv_held_out"]
+    assert held_out["n"] == 8 and held_out["mape"] < 0.01
+    # analyze picks it by path, and by id from --profile-dir
+    kernels = read_profiles([data]).kernels
+    assert choose_gpu(kernels, str(out))[0].id == "test-gpu-calibrated"
+    assert choose_gpu(kernels, "test-gpu-calibrated", [out.parent])[0].is_calibrated
+
+
+def test_calibrate_refuses_to_overwrite_without_force(
+    inputs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, base = inputs
+    out = tmp_path / "test-gpu-calibrated.yaml"
+    out.write_text("keep me\n")
+    code, stdout, stderr = run(calibrate_args(data, base, out, "--model", "fake-linear"), capsys)
+    assert code == 1 and stdout == ""
+    assert stderr.startswith("nvperf-bridge: error: ") and "already exists" in stderr and "--force" in stderr
+    assert out.read_text() == "keep me\n"
+    code, _, stderr = run(calibrate_args(data, base, out, "--model", "fake-linear", "--force"), capsys)
+    assert code == 0, stderr
+    assert load_profile_file(out).is_calibrated
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [(["--model", "no-such-model"], "unknown model 'no-such-model'"), (["--loss", "l3"], "--loss 'l3'")],
+)
+def test_calibrate_usage_errors_exit_2(
+    inputs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    data, base = inputs
+    code, _, stderr = run(calibrate_args(data, base, tmp_path / "x-calibrated.yaml", *extra), capsys)
+    assert code == 2 and message in stderr
+    assert not (tmp_path / "x-calibrated.yaml").exists()
+
+
+def test_calibrate_without_measured_durations_is_an_input_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, base = write_inputs(tmp_path)
+    data.write_text(data.read_text().replace("duration_ns", "not_a_duration"))
+    code, _, stderr = run(calibrate_args(data, base, tmp_path / "x-calibrated.yaml", "--model", "fake-linear"), capsys)
+    assert code == 1 and "no kernel has a measured duration" in stderr
+
+
+def test_calibrate_on_the_gtx_1080_ti_corpus(realdata_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The shipped profile's recipe on two magus kernels (a fast smoke run; the full run is
+    examples/calibration/regenerate.sh)."""
+    magus = realdata_dir / "magus"
+    files = [magus / "magus__metrics_rodinia_lud.csv", magus / "magus__traces_rodinia_lud.csv"]
+    if not all(f.is_file() for f in files):
+        pytest.skip("magus lud files are not present")
+    out = tmp_path / "gtx-1080-ti-lud.yaml"
+    code, stdout, stderr = run(["calibrate", *map(str, files), "--gpu", "gtx-1080-ti", "--model", "roofline",
+                                "-o", str(out), "--folds", "3"], capsys)
+    assert code == 0, stderr
+    assert "| roofline | 3 (3) | 3 |" in stdout
+    assert load_profile_file(out).raw["calibration"]["kernel_groups"] == 3
