@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from nvperf_bridge.cli import main
-from nvperf_bridge.gpu import SOURCED_FIELDS, builtin_profile_dir
+from nvperf_bridge.gpu import SOURCED_FIELDS, builtin_profile_dir, load_profiles
 
 SHIPPED_IDS = sorted(p.stem for p in builtin_profile_dir().glob("*.yaml"))
 
@@ -70,7 +70,9 @@ def test_profile_dir_adds_user_profiles_and_marks_calibrated(tmp_path: Path,
     assert set(SHIPPED_IDS) < set(lines)
     assert lines["lab-gpu"].split()[1:3] == ["8.9", "12"] and "calibrated" not in lines["lab-gpu"]
     assert lines["lab-gpu-tuned"].endswith("[calibrated]")
-    assert not any(line.endswith("[calibrated]") for pid, line in lines.items() if pid in SHIPPED_IDS)
+    shipped_calibrated = {pid for pid in SHIPPED_IDS if "calibration" in load_profiles()[pid].raw}
+    for pid in SHIPPED_IDS:
+        assert lines[pid].endswith("[calibrated]") == (pid in shipped_calibrated), lines[pid]
 
 
 def test_broken_user_profile_is_one_line_naming_file_and_key(tmp_path: Path,
