@@ -12,12 +12,10 @@ The method, step by step (paper section in brackets)
    instructions / all instructions) and Memory Efficiency (minimum
    transactions / actual transactions, with the minimum = requests x the GPU
    profile's ``coalesced_sectors_per_request``, default 4). Columns that are
-   constant over the training kernels are dropped (they carry no variance).
-   Count and byte columns are log-transformed (log1p) before PCA: kernel counts
-   span 4-7 decades (the paper's own Table 4 runs from 1e4 to 5e10), and a
-   z-score of raw counts is dominated by the few largest kernels. Fractions
-   (occupancy, hit rate, the two derived ratios) stay linear. This transform is
-   an extension; the paper does not say it used one.
+   not collected, missing for some training kernel, or constant over the
+   training kernels are dropped (listed with the reason in ``dropped_features``).
+   Counts are used raw in the paper's ``additive`` form and as log1p in the
+   ``power`` form (see 5.); fractions always stay linear.
 2. Normalised PCA [6.1]: zero mean, unit variance per metric, eigen-decomposition
    of the correlation matrix, keep the fewest components explaining >= 85% of
    the variance (option ``variance``).
@@ -38,17 +36,26 @@ The method, step by step (paper section in brackets)
    order N need at least N x M samples; here N is the largest order <=
    ``max_degree`` (default 2) with n >= 2 (N M + 1), twice that minimum, and M
    is capped at n/2 - 1 so a first-order fit always has that margin.
-   Target ``y``: log(duration_ns) by default (option ``target``: ``log``), an
-   extension: durations span decades and least squares on raw time ignores the
-   short kernels. ``target: linear`` regresses raw time, as the paper did.
+   Form (option ``form``, default ``auto``): ``additive`` is the paper's form,
+   raw metrics and raw time, fitted by *relative* least squares (rows scaled
+   by 1/t, an extension: plain least squares on times spread over decades
+   ignores the short kernels; ``weighting: none`` gives the paper's); ``power``
+   regresses log time on log1p counts (an extension for power-law data, where
+   kernel counts span decades: the paper's own Table 4 runs from 1e4 to 5e10).
+   ``auto`` fits both and keeps the lower exact leave-one-out MAPE on the
+   training kernels; the two candidates' MAPEs are kept in ``form_selection``
+   (so the reported ``loo_mape`` of the winner is slightly optimistic).
 6. POCS [6.5, ref 2 Boyle & Dykstra]: alternating projections of each
    prediction onto the constraint sets C1 = {t >= floor > 0} (the paper's
    "execution times must be greater than 0"; floor = ``pocs_floor_fraction`` x
-   the shortest training time, default 1%) and C2 = {|y - mean| <= 2 sd} of the
-   training targets (the paper's "within two standard deviations of the mean";
-   its mean was over the same application on other processors, ours is over
-   the training kernels on this GPU, in the target space). Both sets are
-   intervals, so the projections reach their intersection in at most two sweeps.
+   the shortest training time, default 1%) and C2 = {|log t - mean| <= 2 sd}
+   of the training kernels' log times, widened to the measured training range
+   (the paper's "within two standard deviations of the mean"; its mean was over
+   the same application on other processors, ours is over the training kernels
+   on this GPU; log because times spread over decades, and a linear 2 sd band
+   around a skewed sample excludes its own longest kernels; widened because a
+   measured time is plausible by definition). Both sets are intervals of t, so
+   the projections reach their intersection in at most two sweeps.
 
 Training data: ``fit(kernels, gpu, options)`` returns a JSON-serialisable dict
 (features, transforms, means/scales, eigenvalues, loadings, rotation, score
@@ -84,7 +91,6 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from nvperf_bridge.columns import describe_missing
 from nvperf_bridge.errors import ModelError
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
