@@ -302,7 +302,9 @@ def trailing_note(text: str, table: Table) -> str | None:
             f"{line_of(text, table.end + rest.find(first))}: {first.strip()[:60]!r}")
 
 
-_DEVICE_INDEX = re.compile(r"\s*\(\d+\)\s*$")
+# the look-behind starts a match only at the first blank of a run: without it a long run of
+# blanks makes every position rescan the run to its end (quadratic time on a hostile field)
+_DEVICE_INDEX = re.compile(r"(?<!\s)\s*\(\d+\)\s*$")
 
 
 def strip_device_index(values: pd.Series) -> pd.Series:
