@@ -71,13 +71,14 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
     # one launch = one (process, ID); ncu numbers launches per process
     launch_key = raw["ID"].astype(str)
     if "Process ID" in raw.columns and raw["Process ID"].nunique(dropna=True) > 1:
-        launch_key = raw["Process ID"].astype(str) + ":" + launch_key
+        # a blank Process ID must not make the key missing: factorize would code it -1 (the last launch)
+        launch_key = raw["Process ID"].fillna("").astype(str) + ":" + launch_key
     launch_codes, launch_ids = pd.factorize(launch_key, sort=False)
 
     metric = raw["Metric Name"].astype(str)
     repeated = pd.Series(launch_codes, index=raw.index).to_frame("l").assign(m=metric.to_numpy()).duplicated()
     if repeated.any() and "Section Name" in raw.columns:
-        metric = metric.where(~repeated, metric + " [" + raw["Section Name"].astype(str) + "]")
+        metric = metric.where(~repeated, metric + " [" + raw["Section Name"].fillna("").astype(str) + "]")
     metric_codes, metric_names = pd.factorize(metric, sort=False)
 
     numbers = parse_numbers(raw["Metric Value"])
