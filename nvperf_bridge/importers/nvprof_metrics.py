@@ -43,7 +43,7 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
         raise InputError("a metric row has no kernel or metric name", path=path, line=int(raw.loc[broken, "_line"].iloc[0]))
 
     device = strip_device_index(raw["Device"]) if "Device" in raw.columns else pd.Series(None, index=raw.index)
-    key = raw["Kernel"].astype(str) if device.nunique() <= 1 else device.astype(str) + "\x00" + raw["Kernel"].astype(str)
+    key = raw["Kernel"].astype(str) if device.nunique() <= 1 else device.fillna("").astype(str) + "\x00" + raw["Kernel"].astype(str)
     kernel_codes, _ = pd.factorize(key, sort=False)
     metric_codes, metric_names = pd.factorize(raw[name_col].astype(str), sort=False)
 
