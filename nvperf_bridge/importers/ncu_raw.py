@@ -86,6 +86,12 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
     frame = pd.concat([frame, pd.DataFrame(metrics, index=raw.index)], axis=1)
     frame["source"] = str(path)
     frame["source_row"] = np.arange(first_line, first_line + len(frame))
+    for needed in ("kernel_id", "kernel_name"):
+        blank = frame[needed].isna() if needed in frame.columns else pd.Series(True, index=frame.index)
+        if blank.any():
+            raise InputError(f"a launch row has no {'ID' if needed == 'kernel_id' else 'Kernel Name'}", path=path,
+                             line=int(frame.loc[blank, "source_row"].iloc[0]),
+                             hint="the table may be cut off or edited by hand")
     if "device__attribute_display_name" not in frame.columns and "device_index" in frame.columns:
         frame["device"] = frame["device_index"]
     frame = frame.drop(columns=["device_index"], errors="ignore")
