@@ -84,4 +84,8 @@ def read_profiles(paths: list[Path], *, progress: bool = False) -> ImportResult:
 
             print(f"reading {path} ({i + 1}/{len(paths)})", file=sys.stderr)
         parsed.append(read_file(path))
-    return combine(parsed)
+    from nvperf_bridge.importers.canonical import check_ranges
+
+    result = combine(parsed)
+    result.kernels = check_ranges(result.kernels, result.warnings)
+    return result

@@ -213,7 +213,10 @@ def finish(frame: pd.DataFrame) -> pd.DataFrame:
     short = short_names(frame["kernel_name"])
     columns["kernel"] = frame["kernel"].combine_first(short) if "kernel" in frame.columns else short
     invocations = frame["invocations"] if "invocations" in frame.columns else pd.Series(1, index=frame.index)
-    columns["invocations"] = pd.to_numeric(invocations, errors="coerce").fillna(1).astype("int64")
+    # a count that is not a whole number >= 1 (inf, 0, negative, text) is treated as missing: 1
+    counts = pd.to_numeric(invocations, errors="coerce").astype("float64")
+    counts = counts.where(np.isfinite(counts) & (counts >= 1))
+    columns["invocations"] = np.floor(counts.fillna(1)).astype("int64")
     for name, col in CANONICAL_COLUMNS.items():
         if name not in columns or name in ("invocations", "kernel"):
             continue
@@ -234,3 +237,48 @@ def finish(frame: pd.DataFrame) -> pd.DataFrame:
     raw = [c for c in names if c not in CANONICAL_COLUMNS]
     out = pd.DataFrame({c: columns[c] for c in identity + canonical + raw}, index=frame.index)
     return out.reset_index(drop=True)
+
+
+# ---- values no profiler prints ---------------------------------------------------
+
+# canonical columns where 0 is not a measurement (a launch takes time, has blocks and threads)
+POSITIVE_COLUMNS: tuple[str, ...] = ("duration_ns", "sm_cycles", "sm_clock_hz", "grid_blocks", "block_threads")
+
+
+def check_ranges(kernels: pd.DataFrame, warnings: list[str]) -> pd.DataFrame:
+    """Values no profiler can print become missing, each kind reported once in ``warnings``.
+
+    Infinite values, negative counts, bytes and times, fractions (occupancy,
+    hit rates, SOL) outside 0..1, and zero durations, clocks, cycles or launch
+    shapes would otherwise reach the models as wrong numbers. The warning names
+    the column, how many kernels, the first value and the file and line it came from.
+    """
+    out = kernels
+    for name, col in CANONICAL_COLUMNS.items():
+        if name not in kernels.columns or col.dtype == "str" or name in ("source_row", "invocations"):
+            continue
+        values = pd.to_numeric(kernels[name], errors="coerce").astype("float64")
+        bad = np.isinf(values) | (values < 0)
+        expected = "finite and >= 0"
+        if col.unit == "fraction":
+            bad |= values > 1
+            expected = "a fraction in 0..1"
+        elif name in POSITIVE_COLUMNS:
+            bad |= values == 0
+            expected = "finite and > 0"
+        if not bad.any():
+            continue
+        if out is kernels:
+            out = kernels.copy()
+        first = bad.idxmax()
+        where = ""
+        if "source" in kernels.columns:
+            where = str(kernels.at[first, "source"])
+            if "source_row" in kernels.columns and pd.notna(kernels.at[first, "source_row"]):
+                where += f":{int(kernels.at[first, 'source_row'])}"
+            where += ": "
+        count = int(bad.sum())
+        warnings.append(f"{where}{name} must be {expected}, got {values[first]:g}"
+                        f"{f' (and {count - 1} more kernels)' if count > 1 else ''}; treated as missing")
+        out[name] = values.mask(bad)
+    return out
