@@ -123,6 +123,7 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge import launch
+from nvperf_bridge.counters import sm_clock
 from nvperf_bridge.errors import ModelError
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
@@ -172,19 +173,6 @@ def _choice_option(options: Mapping[str, Any], name: str, allowed: tuple[str, ..
             f"option {name} must be one of {', '.join(allowed)}, got {options.get(name)!r}", model_id=HongKimModel.id
         )
     return value
-
-
-def sm_clock(kernels: pd.DataFrame, gpu: GpuProfile) -> tuple[pd.Series, pd.Series]:
-    """Freq per kernel: the measured ``sm_clock_hz`` when present and positive, else the profile clock."""
-    measured = column_or_nan(kernels, "sm_clock_hz")
-    use_measured = measured > 0
-    hz = measured.where(use_measured, gpu.sm_clock_hz)
-    source = pd.Series(
-        np.where(use_measured, "measured sm_clock_hz", f"profile sm_clock_mhz ({gpu.sm_clock_mhz:g} MHz)"),
-        index=kernels.index,
-        dtype="object",
-    )
-    return hz, source
 
 
 class HongKimModel:

@@ -94,6 +94,7 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge import launch
+from nvperf_bridge.counters import sm_clock
 from nvperf_bridge.errors import ModelError
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
@@ -112,19 +113,6 @@ DEFAULT_COALESCED_SECTORS = 4.0
 PREDICTIONS = ("max", "sum")
 # The two thread costs within this ratio of each other count as balanced.
 BALANCED_RATIO = 0.9
-
-
-def sm_clock(kernels: pd.DataFrame, gpu: GpuProfile) -> tuple[pd.Series, pd.Series]:
-    """R per kernel: the measured ``sm_clock_hz`` when present and positive, else the profile clock."""
-    measured = column_or_nan(kernels, "sm_clock_hz")
-    use_measured = measured > 0
-    hz = measured.where(use_measured, gpu.sm_clock_hz)
-    source = pd.Series(
-        np.where(use_measured, "measured sm_clock_hz", f"profile sm_clock_mhz ({gpu.sm_clock_mhz:g} MHz)"),
-        index=kernels.index,
-        dtype="object",
-    )
-    return hz, source
 
 
 def _options(options: Mapping[str, Any]) -> tuple[str, float]:

@@ -75,7 +75,8 @@ count (a warp executes each instruction once for its 32 threads).
 - Kernel time = #Rep x (T_first + (K - 1) T_steady) cycles, #Rep =
   ``launch.repetitions`` (rounds of resident blocks); the first period has no
   previous memory task (type 1 or 2), the steady periods repeat the same
-  (c, m), so they are type 1 or 4. ns = cycles / ``sm_clock_mhz``.
+  (c, m), so they are type 1 or 4. ns = cycles / SM clock (the measured ``sm_clock_hz`` when present, else ``sm_clock_mhz``;
+  ``clock_source`` says which).
 
 The paper assumes every global access goes to DRAM; so does this model: its
 memory inputs are global *requests and transactions*, L1/L2 hits included
@@ -130,10 +131,24 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge.columns import describe_missing
+from nvperf_bridge.counters import sm_clock
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
-from nvperf_bridge.launch import active_sms, active_warps_per_sm, per_thread, repetitions, total_warps
-from nvperf_bridge.model import ConstantSpec, Requirements, column_or_nan, constant_values, empty_result, missing_inputs
+from nvperf_bridge.launch import (
+    active_sms,
+    active_warps_per_sm,
+    per_thread,
+    repetitions,
+    total_warps,
+)
+from nvperf_bridge.model import (
+    ConstantSpec,
+    Requirements,
+    column_or_nan,
+    constant_values,
+    empty_result,
+    missing_inputs,
+)
 
 # Table 1 of the paper: time cost of PTX instructions on the GTX 260, GPU clocks,
 # by operand kind (int_const, int_reg, float_const, float_reg). Kept as data: the
@@ -286,7 +301,7 @@ class LuoSudaModel:
 
             raise UsageError("luo-suda options D_mem, mem_insts_per_task, sectors_per_transaction and cpd_min must be > 0")
 
-        clock_hz = gpu.sm_clock_hz
+        clock_hz, clock_source = sm_clock(kernels, gpu)
         warps = total_warps(kernels, gpu)
         # Per-warp (= the paper's per-thread) instruction counts.
         I_total = per_thread(kernels, gpu, "inst_executed")
@@ -360,7 +375,7 @@ class LuoSudaModel:
             "Warp_bwt": Warp_bwt, "GPU_bwt": GPU_bwt, "MPD": MPD, "P": P,
             "CPD1": cp["CPD1"], "CPD2": cp["CPD2"], "CPD": cp["CPD"], "c_i": c_i, "m_i": m_i, "periods": K,
             "T_first": first["T_i"], "T_steady": np.where(steady_used, steady["T_i"], np.nan),
-            "T_p": T_p, "T_c": T_c, "period_type": kind.where(good), "Rep": Rep,
+            "T_p": T_p, "T_c": T_c, "period_type": kind.where(good), "Rep": Rep, "clock_source": clock_source,
         }
         for name, values in details.items():
             result[name] = values if np.isscalar(values) else np.asarray(values)

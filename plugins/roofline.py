@@ -79,11 +79,18 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from nvperf_bridge.columns import describe_missing
+from nvperf_bridge.counters import dram_bytes
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
 from nvperf_bridge.launch import resource_blocks_per_sm
-from nvperf_bridge.columns import describe_missing
-from nvperf_bridge.model import ConstantSpec, Requirements, column_or_nan, constant_values, empty_result
+from nvperf_bridge.model import (
+    ConstantSpec,
+    Requirements,
+    column_or_nan,
+    constant_values,
+    empty_result,
+)
 
 # Two times within this factor of each other (AI within x/÷ 1.1 of the ridge
 # point) are called balanced: closer than the accuracy of either roof.
@@ -111,13 +118,6 @@ def _peak_flop_per_s(gpu: GpuProfile, column: str) -> float | None:
         return gpu.peak_fp64_flop_per_s
     given = gpu.get("peak_fp16_gflops")
     return None if given is None else float(given) * 1e9
-
-
-def dram_bytes(kernels: pd.DataFrame) -> pd.Series:
-    """``dram_bytes``, else read + write (both needed: one alone would understate traffic)."""
-    total = column_or_nan(kernels, "dram_bytes")
-    parts = column_or_nan(kernels, "dram_read_bytes") + column_or_nan(kernels, "dram_write_bytes")
-    return total.where(total.notna(), parts)
 
 
 def waves_per_sm(kernels: pd.DataFrame, gpu: GpuProfile) -> pd.Series:

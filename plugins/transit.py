@@ -119,10 +119,18 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge.columns import describe_missing
+from nvperf_bridge.counters import dram_bytes
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
 from nvperf_bridge.launch import active_sms, active_warps_per_sm
-from nvperf_bridge.model import ConstantSpec, Requirements, column_or_nan, constant_values, empty_result, missing_inputs
+from nvperf_bridge.model import (
+    ConstantSpec,
+    Requirements,
+    column_or_nan,
+    constant_values,
+    empty_result,
+    missing_inputs,
+)
 
 DRAM_TRANSACTION_BYTES = 32.0  # nvprof dram_read/write_transactions and ncu dram__sectors are 32 bytes
 CAPACITY_TOLERANCE = 0.02
@@ -189,12 +197,6 @@ def f_supply(k: Any, R: float, delta: float) -> np.ndarray:
 def g_demand(x: Any, w: float, M: float, CS_peak: float) -> np.ndarray:
     """CS service demand on MS g(x) = G(x) / Z (1)-(2), bytes/s (w = 1 / Z bytes per warp instruction)."""
     return (CS_peak / M) * np.minimum(np.asarray(x, dtype="float64"), M) * w
-
-
-def _dram_bytes(kernels: pd.DataFrame) -> pd.Series:
-    total = column_or_nan(kernels, "dram_bytes")
-    parts = column_or_nan(kernels, "dram_read_bytes") + column_or_nan(kernels, "dram_write_bytes")
-    return total.where(total.notna(), parts)
 
 
 def machine_parameters(gpu: GpuProfile, constants: Mapping[str, float], dp: Any) -> dict[str, np.ndarray]:
@@ -283,7 +285,7 @@ class TransitModel:
         Z_source = pd.Series("inst_issued", index=kernels.index, dtype="object")
         Z_source[issued.isna() & executed.notna()] = "inst_executed (inst_issued not collected)"
         Z_source[instructions.isna()] = ""
-        dram = _dram_bytes(kernels)
+        dram = dram_bytes(kernels)
         with np.errstate(divide="ignore", invalid="ignore"):
             w = (dram / instructions).to_numpy()  # bytes per warp instruction = 1 / Z
             Z = instructions / (dram / DRAM_TRANSACTION_BYTES)  # the paper's Z
