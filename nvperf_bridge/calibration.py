@@ -97,6 +97,18 @@ class FittedConstant:
     before_source: str
     before_status: str
 
+    @property
+    def at_bound(self) -> str:
+        """"lower" or "upper" when the fit stopped on a physical bound (the data wants a value
+        physics does not allow: the model misses something on these kernels), else ""."""
+        lo, hi = self.bounds
+        tolerance = 1e-6 * max(abs(lo), abs(hi), 1e-12)
+        if self.after - lo <= tolerance:
+            return "lower"
+        if hi - self.after <= tolerance:
+            return "upper"
+        return ""
+
 
 @dataclass(frozen=True)
 class UnfittedConstant:
@@ -422,7 +434,7 @@ def fit_constants(
         x_start = _inside(x_start, transform)
         # diff_step 1e-3: models with floors and min/max are flat at a 1e-8 step
         solution = least_squares(residuals, x_start, bounds=(transform.lo, transform.hi), method="trf",
-                                 diff_step=1e-3, xtol=1e-8, ftol=1e-8, gtol=1e-8, max_nfev=settings.max_nfev,
+                                 diff_step=1e-3, xtol=1e-6, ftol=1e-8, gtol=1e-8, max_nfev=settings.max_nfev,
                                  loss=settings.loss, f_scale=settings.f_scale)
         cost = float(solution.cost)
         # The current values' fit wins unless a restart is clearly better.
@@ -445,9 +457,10 @@ def _random_starts(transform: _Transform, x0: np.ndarray, settings: CalibrationS
 
 
 def _inside(x: np.ndarray, transform: _Transform) -> np.ndarray:
-    """Nudge a start point strictly inside the bounds (the trust-region method needs it)."""
+    """Move a start point 1 % of the span inside the bounds (trf needs a strictly feasible start,
+    and one on a bound makes it crawl along the bound)."""
     span = np.where(np.isfinite(transform.hi - transform.lo), transform.hi - transform.lo, 1.0)
-    margin = 1e-9 * np.maximum(span, 1e-12)
+    margin = 1e-2 * np.maximum(span, 1e-12)  # trf crawls along a bound it starts on
     return np.clip(x, transform.lo + margin, transform.hi - margin)
 
 
@@ -513,6 +526,13 @@ def calibrate_model(
                              "model (missing counters) and are left out")
     if used.empty:
         outcome.skipped = "the model predicts none of the kernels that have a measured duration"
+        try:  # say why, in the model's own words (which counters are missing)
+            reasons = validate_result(model.id, rows, model.evaluate(rows, gpu, dict(options)))[0]["error"]
+            first = next((reason for reason in reasons if reason), "")
+        except Exception:  # the model already failed once; the bare reason will do
+            first = ""
+        if first:
+            outcome.skipped += f" (first kernel: {first})"
         return outcome
     outcome.kernels, outcome.groups = len(used), kernel_groups(used).nunique()
     measured_used = measured_ns(used).to_numpy()
@@ -670,7 +690,7 @@ def calibrated_profile_mapping(
             "fitted": {
                 c.name: {"before": _number(c.before), "after": _number(c.after), "unit": c.unit,
                          "bounds": [_number(b) for b in c.bounds], "before_source": c.before_source,
-                         "before_status": c.before_status}
+                         "before_status": c.before_status, **({"at_bound": c.at_bound} if c.at_bound else {})}
                 for c in outcome.fitted
             },
             "not_fitted": {c.name: {"value": _number(c.value), "reason": c.reason} for c in outcome.unfitted},

@@ -107,7 +107,37 @@ def test_calibrate_on_the_gtx_1080_ti_corpus(realdata_dir: Path, tmp_path: Path,
         pytest.skip("magus lud files are not present")
     out = tmp_path / "gtx-1080-ti-lud.yaml"
     code, stdout, stderr = run(["calibrate", *map(str, files), "--gpu", "gtx-1080-ti", "--model", "roofline",
-                                "-o", str(out), "--folds", "3"], capsys)
+                                "-o", str(out), "--folds", "1"], capsys)
     assert code == 0, stderr
-    assert "| roofline | 3 (3) | 3 |" in stdout
+    assert "| roofline | 3 (3) | none |" in stdout and "cross-validation off (--folds 1" in stdout
     assert load_profile_file(out).raw["calibration"]["kernel_groups"] == 3
+
+
+def test_nothing_to_calibrate_writes_nothing(inputs: tuple[Path, Path], tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    data, base = inputs
+    out = tmp_path / "x-calibrated.yaml"
+    code, stdout, stderr = run(calibrate_args(data, base, out, "--model", "fake-constless", "--model", "fake-broken"),
+                               capsys)
+    assert code == 1 and not out.exists()
+    assert "no model could be calibrated" in stderr and "fake-broken: the model predicts none" in stderr
+    assert "| fake-constless | - | - | skipped" in stdout
+
+
+def test_constant_option_restricts_the_fit(inputs: tuple[Path, Path], tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    data, base = inputs
+    out = tmp_path / "x-calibrated.yaml"
+    code, stdout, stderr = run(calibrate_args(data, base, out, "--model", "fake-linear", "--folds", "0",
+                                              "--constant", "fake-linear:issue_cycles"), capsys)
+    assert code == 0, stderr
+    block = load_profile_file(out).raw["calibration"]
+    assert list(block["models"]["fake-linear"]["fitted"]) == ["issue_cycles"]
+    assert block["models"]["fake-linear"]["not_fitted"]["mem_latency_cycles"]["reason"] == "not selected for fitting"
+    assert "--constant fake-linear:issue_cycles" in block["command"]
+    code, _, stderr = run(calibrate_args(data, base, out, "--model", "fake-linear", "--force",
+                                         "--constant", "fake-linear:nope"), capsys)
+    assert code == 2 and "has no constant 'nope'" in stderr
+    code, _, stderr = run(calibrate_args(data, base, out, "--model", "fake-linear", "--force",
+                                         "--constant", "issue_cycles"), capsys)
+    assert code == 2 and "must be MODEL:NAME" in stderr

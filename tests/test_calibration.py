@@ -136,7 +136,7 @@ def test_collinear_constants_are_not_both_fitted(gpu: GpuProfile) -> None:
     assert "cannot be told apart" in reasons
 
 
-@hyp_settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hyp_settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     log_scale=st.lists(st.floats(-6.0, 6.0), min_size=8, max_size=8),
     seed=st.integers(0, 10_000),
@@ -292,3 +292,13 @@ def test_recovers_hong_kim_memory_constants_of_section_5_1(gpu: GpuProfile) -> N
     outcome = calibrate_model(model, kernels, gpu, settings)
     assert outcome.values == pytest.approx(true, rel=0.02)
     assert {c.reason for c in outcome.unfitted} == {"not selected for fitting"}
+
+
+def test_a_fit_that_stops_on_a_bound_says_so(gpu: GpuProfile) -> None:
+    model = FakeModel()
+    kernels = synthetic_kernels(model, gpu, TRUE, groups=6)
+    kernels["duration_ns"] *= 1000.0  # no constants inside the bounds get there
+    outcome = calibrate_model(model, kernels, gpu, CalibrationSettings(folds=0, restarts=0))
+    sides = {c.name: c.at_bound for c in outcome.fitted}
+    assert "upper" in sides.values()
+    assert all(c.after <= c.bounds[1] for c in outcome.fitted)

@@ -19,6 +19,7 @@ def calibrate_command(
     output: Path = typer.Option(..., "--output", "-o", help="Calibrated profile to write, e.g. profiles/my-gpu-calibrated.yaml (its id is the file stem)."),
     folds: int = typer.Option(5, "--folds", help="k of the k-fold cross-validation by kernel group (reduced when there are fewer groups)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the fold split and of the optimiser's random restarts."),
+    constant: Optional[List[str]] = typer.Option(None, "--constant", help="Fit only this constant, as MODEL:NAME (repeatable; e.g. hong-kim:Mem_LD). Models not named keep fitting all their constants."),
     loss: str = typer.Option("linear", "--loss", help="least_squares loss on the log residuals: linear (plain least squares) or soft_l1 (damps kernels a model is far off on)."),
     force: bool = typer.Option(False, "--force", help="Overwrite the output file if it exists."),
     plugin: Optional[List[str]] = typer.Option(None, "--plugin", help="Also load a model plugin from this .py file."),
@@ -55,9 +56,16 @@ def calibrate_command(
         raise UsageError(f"unknown model {unknown[0]!r}", hint="run 'nvperf-bridge models' to list the installed ones")
     typer.echo(f"calibrating {', '.join(wanted)} on {len(imported.kernels)} kernel row(s), base profile {base.id} "
                f"({choice})", err=True)
-    settings = CalibrationSettings(folds=folds, seed=seed, loss=loss)
+    settings = CalibrationSettings(folds=folds, seed=seed, loss=loss, only=_parse_constants(constant or [], wanted))
     result = calibrate(imported.kernels, base, {mid: registry.get(mid) for mid in wanted}, settings)
-    command = _command_line(files, gpu, model, output, folds, seed, loss)
+    if all(outcome.skipped for outcome in result.models.values()):
+        from nvperf_bridge.errors import InputError
+
+        typer.echo(render_report(result), nl=False)
+        reasons = "; ".join(f"{mid}: {outcome.skipped}" for mid, outcome in result.models.items())
+        raise InputError(f"no model could be calibrated on this data, so no profile was written ({reasons})",
+                         hint="run 'nvperf-bridge inspect' on the files to see which counters are missing")
+    command = _command_line(files, gpu, model, output, folds, seed, loss, constant or [])
     document = calibrated_profile_mapping(result, output.stem, files, tool_version=__version__, command=command)
     profile_from_mapping(document, str(output))  # never write a profile that would not load
     typer.echo(render_report(result, command), nl=False)
@@ -69,17 +77,40 @@ def calibrate_command(
     typer.echo(f"wrote {output}: use it with --gpu {output}", err=True)
 
 
+def _parse_constants(items: list[str], models: list[str]) -> dict[str, list[str]]:
+    """``--constant MODEL:NAME`` values as model id -> constant names."""
+    from nvperf_bridge.errors import UsageError
+
+    only: dict[str, list[str]] = {}
+    for item in items:
+        model_id, sep, name = item.partition(":")
+        if not sep or not model_id or not name:
+            raise UsageError(f"--constant {item!r} must be MODEL:NAME", hint="for example --constant hong-kim:Mem_LD")
+        if model_id not in models:
+            raise UsageError(f"--constant {item!r} names model {model_id!r}, which is not being calibrated")
+        only.setdefault(model_id, []).append(name)
+    return only
+
+
 def _command_line(files: list[Path], gpu: str, models: list[str] | None, output: Path, folds: int, seed: int,
-                  loss: str) -> str:
+                  loss: str, constants: list[str]) -> str:
     import shlex
 
     parts = ["nvperf-bridge", "calibrate", *(str(f) for f in files), "--gpu", gpu]
     for mid in models or []:
         parts += ["--model", mid]
     parts += ["-o", str(output), "--folds", str(folds), "--seed", str(seed)]
+    for item in constants:
+        parts += ["--constant", item]
     if loss != "linear":
         parts += ["--loss", loss]
     return shlex.join(parts)
+
+
+def _bound_note(side: str) -> str:
+    if not side:
+        return ""
+    return f"stopped at its {side} bound: the data asks for a value outside the physical range"
 
 
 def _pct(value: Any) -> str:
@@ -129,9 +160,9 @@ def render_report(result: "CalibrationResult", command: str = "") -> str:
                   f"{_pct(o.before.get('mape'))}), mean accuracy {_pct(o.after.get('mean_accuracy'))} (before "
                   f"{_pct(o.before.get('mean_accuracy'))}).", ""]
         if o.fitted:
-            lines += ["| constant | before | after | unit | bounds |", "|---|---|---|---|---|"]
-            lines += [f"| {c.name} | {c.before:.6g} | {c.after:.6g} | {c.unit} | [{c.bounds[0]:g}, {c.bounds[1]:g}] |"
-                      for c in o.fitted]
+            lines += ["| constant | before | after | unit | bounds | note |", "|---|---|---|---|---|---|"]
+            lines += [f"| {c.name} | {c.before:.6g} | {c.after:.6g} | {c.unit} | [{c.bounds[0]:g}, {c.bounds[1]:g}] | "
+                      f"{_bound_note(c.at_bound)} |" for c in o.fitted]
             lines.append("")
         for c in o.unfitted:
             lines.append(f"- {c.name} could not be fitted: {c.reason}; it keeps {c.value:.6g}.")
