@@ -8,6 +8,8 @@ from pathlib import Path
 from nvperf_bridge.errors import InputError
 
 _PROFILER_ERROR = re.compile(r"^==(?:ERROR|WARNING)==.*$", re.M)
+# nsys stats / nsys export CSV headers: "Time (%)","Total Time (ns)",... or "Start (ns)","Duration (ns)",...
+_NSYS_HEADER = re.compile(r'^"?(?:Time \(%\)|Time\(%\)|Start \(ns\)|Start|Total Time \(ns\))"?,.*\(ns\)', re.M)
 _COLLECT = "expected the output of `ncu --csv --page raw --print-units base ...`, `ncu --csv ...`, " \
            "`nvprof --csv --metrics ...` or `nvprof --csv --print-gpu-trace ...`"
 
@@ -23,6 +25,22 @@ def no_table_error(path: Path, text: str) -> InputError:
             hint="fix the profiled run (the application failed or ncu could not attach) and profile again",
         )
     stripped = text.lstrip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if lines and all(line.startswith("==") for line in lines):
+        return InputError(
+            "the file holds only profiler messages (==PROF== / ==PID== lines) and no table: no kernel was profiled",
+            path=path, line=len(text.splitlines()),
+            hint="check that the application launches kernels and that --kernel-name / --launch-skip / "
+                 "--launch-count match some, and that --csv was given; then profile again",
+        )
+    nsys = _NSYS_HEADER.search(text)
+    if nsys is not None:
+        return InputError(
+            "this looks like Nsight Systems output (nsys stats CSV): it has kernel times but no hardware counters",
+            path=path, line=text.count("\n", 0, nsys.start()) + 1,
+            hint="the models need per-kernel counters: profile with `ncu --csv --page raw --print-units base "
+                 "./app > profile.csv` (or `nvprof --csv --metrics all` on older GPUs)",
+        )
     if stripped.startswith("{") or stripped.startswith("["):
         return InputError("this looks like JSON, not profiler CSV", path=path, hint=_COLLECT)
     if "kernels" in text and ":" in text:

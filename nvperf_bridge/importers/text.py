@@ -64,16 +64,26 @@ def _reject_binary(path: Path, data: bytes) -> None:
     head = data[:4096]
     name = path.name.lower()
     if head.startswith(_PNG) or head[:3] == b"\xff\xd8\xff" or head[:4] == b"GIF8":
-        raise InputError("this is an image, not profiler output", path=path,
-                         hint="pass the CSV the profiler wrote")
+        raise InputError("this is an image, not profiler output; expected the CSV that ncu or nvprof wrote", path=path,
+                         hint="collect it with `ncu --csv --page raw --print-units base ./app > profile.csv`")
+    if head.startswith(_GZIP) or name.endswith((".gz", ".tgz")):
+        raise InputError("this file is gzip-compressed; expected plain profiler CSV", path=path,
+                         hint=f"decompress it first: `gunzip -c {path.name} > profile.csv`, then pass profile.csv")
+    if head.startswith(_ZIP) and (b"xl/" in data[:65536] or name.endswith((".xlsx", ".xlsm"))):
+        raise InputError("this is an Excel workbook (perhaps a report nvperf-bridge wrote), not profiler CSV",
+                         path=path, hint="pass the ncu/nvprof CSV the report was made from")
+    if head.startswith(_ZIP) or name.endswith((".zip", ".tar", ".7z")):
+        raise InputError("this is an archive (zip/tar), not profiler CSV", path=path,
+                         hint="unpack it and pass the profiler CSV files inside")
     if head.startswith(_SQLITE) or name.endswith((".nvvp", ".sqlite", ".nsys-rep", ".qdrep")):
         raise InputError("this is a profiler database (nvprof .nvvp / Nsight Systems), not CSV", path=path,
                          hint="export it with `nvprof -i FILE --csv --print-gpu-trace` "
                               "or collect with `ncu --csv --page raw --print-units base`")
     if name.endswith(".ncu-rep") or (b"\x00" in head and b"ncu" in head.lower()):
         raise InputError("this is an Nsight Compute report, not CSV", path=path, hint=RAW_EXPORT_HINT)
-    if b"\x00" in head or head.startswith((_GZIP, _ZIP)):
-        raise InputError("this is a binary file, not profiler CSV", path=path,
+    if b"\x00" in head:
+        raise InputError("this is a binary file, not profiler CSV (expected the text that ncu --csv or "
+                         "nvprof --csv writes)", path=path,
                          hint=f"if it is an Nsight Compute report, {RAW_EXPORT_HINT}")
 
 
