@@ -32,6 +32,9 @@ def analyze_command(
                                                help="A model option, e.g. transit.precision=dp (JSON values)."),
     profile_dir: Optional[List[Path]] = typer.Option(None, "--profile-dir",
                                                      help="Also look for GPU profiles (YAML) in this folder."),
+    model_timeout: Optional[float] = typer.Option(None, "--model-timeout", metavar="SECONDS", min=0.001,
+                                                  help="Give up on a model that takes longer than this (it is "
+                                                       "reported in the warnings; the others still run)."),
     quiet: bool = typer.Option(False, "--quiet", "-q",
                                help="No progress bar and no warnings on stderr (warnings stay in the report)."),
 ) -> None:
@@ -50,7 +53,8 @@ def analyze_command(
     try:
         analysis = build_analysis(files, gpu=gpu, model_ids=list(model or []), plugin_files=list(plugin or []),
                                   model_data=list(model_data or []), option=list(option or []),
-                                  profile_dirs=list(profile_dir or []), progress=progress)
+                                  profile_dirs=list(profile_dir or []), progress=progress,
+                                  timeout_s=model_timeout)
         outputs = report_outputs(analysis, report_format, output, progress.step)
         progress.step("writing")
         if output is None:
@@ -74,8 +78,9 @@ def build_analysis(
     option: list[str],
     profile_dirs: list[Path],
     progress: Any = None,
+    timeout_s: float | None = None,
 ) -> Any:
-    """Import ``files`` and run the models: the part ``analyze`` and ``plot`` share."""
+    """Import ``files`` and run the models: the part ``analyze`` and ``plot`` share (``timeout_s``: per model)."""
     from nvperf_bridge.analysis import analyze
     from nvperf_bridge.importers import read_profiles
     from nvperf_bridge.registry import load_registry
@@ -87,11 +92,12 @@ def build_analysis(
     step(f"reading {len(files)} file{'s' if len(files) != 1 else ''}")
     imported = read_profiles(list(files))
     registry = load_registry(plugin_files)
+    check_named_models_loaded(registry, model_ids)
     check_option_models(options, registry, model_ids)
     count = len(model_ids) if model_ids else len(registry.models)
     step(f"running {count} model{'s' if count != 1 else ''} on {len(imported.kernels):,} kernels")
     return analyze(imported, gpu=gpu, model_ids=model_ids or None, options=options, registry=registry,
-                   profile_dirs=profile_dirs)
+                   profile_dirs=profile_dirs, timeout_s=timeout_s)
 
 
 def parse_options(items: list[str]) -> dict[str, dict[str, Any]]:
@@ -138,6 +144,18 @@ def read_model_data(items: list[str]) -> dict[str, Any]:
                              hint=f"--model-data {model_id.strip()}=FILE expects the JSON that "
                                   f"'nvperf-bridge fit {model_id.strip()}' writes") from None
     return data
+
+
+def check_named_models_loaded(registry: Any, model_ids: list[str]) -> None:
+    """A model named with --model that is missing because a plugin failed to load is that
+    model's failure (exit 1, naming the plugin problem), not a typo (exit 2)."""
+    from nvperf_bridge.errors import ModelError
+
+    missing = [mid for mid in model_ids if mid not in registry.models]
+    if missing and registry.problems:
+        raise ModelError(f"model {missing[0]!r} named with --model is not available: "
+                         f"{' '.join(' '.join(str(p).split()) for p in registry.problems)}",
+                         hint="fix or remove the failing plugin")
 
 
 def check_option_models(options: dict[str, dict[str, Any]], registry: Any, model_ids: list[str]) -> None:
