@@ -37,7 +37,10 @@ def sniff_text(text: str) -> Sniffed | None:
     for match in _HEADER_START.finditer(text):
         line_end = text.find("\n", match.start())
         line = text[match.start(): line_end if line_end >= 0 else len(text)]
-        fields = {f.strip() for f in next(csv.reader(io.StringIO(line)), [])}
+        try:
+            fields = {f.strip() for f in next(csv.reader(io.StringIO(line)), [])}
+        except csv.Error:  # e.g. a field over the csv module's 128 KiB limit: not a header
+            continue
         for name, required, forbidden in SIGNATURES:
             if required <= fields and not (forbidden & fields):
                 return Sniffed(name, match.start())

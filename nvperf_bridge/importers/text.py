@@ -136,6 +136,18 @@ def read_table(
     All columns are read as text unless ``text_columns`` names the only text
     columns; then pandas infers the others (the fast path for wide tables).
     """
+    import csv
+
+    try:
+        return _read_table(text, table, path, skip_units_row=skip_units_row, text_columns=text_columns)
+    except csv.Error as exc:  # the slow path's csv module refuses fields over 128 KiB
+        raise InputError(f"the table cannot be read as CSV: {exc}", path=path, line=table.header_line + 1,
+                         hint="a field this long is not profiler output; the file may be damaged") from None
+
+
+def _read_table(
+    text: str, table: Table, path: Path, *, skip_units_row: bool, text_columns: list[str] | None
+) -> tuple[pd.DataFrame, list[str] | None]:
     region = table.region(text)
     units: list[str] | None = None
     skip: list[int] | None = None
