@@ -213,9 +213,9 @@ def finish(frame: pd.DataFrame) -> pd.DataFrame:
     short = short_names(frame["kernel_name"])
     columns["kernel"] = frame["kernel"].combine_first(short) if "kernel" in frame.columns else short
     invocations = frame["invocations"] if "invocations" in frame.columns else pd.Series(1, index=frame.index)
-    # a count that is not a whole number >= 1 (inf, 0, negative, text) is treated as missing: 1
+    # a count that is not a number in 1..2**53 (inf, 0, negative, text) is treated as missing: 1
     counts = pd.to_numeric(invocations, errors="coerce").astype("float64")
-    counts = counts.where(np.isfinite(counts) & (counts >= 1))
+    counts = counts.where(np.isfinite(counts) & (counts >= 1) & (counts < 2.0**53))
     columns["invocations"] = np.floor(counts.fillna(1)).astype("int64")
     for name, col in CANONICAL_COLUMNS.items():
         if name not in columns or name in ("invocations", "kernel"):
