@@ -23,6 +23,15 @@ NVPERF="${NVPERF:-.venv/bin/nvperf-bridge}"
   --gpu gtx-1080-ti -o profiles/gtx-1080-ti-calibrated.yaml --folds 7 --seed 0 --force \
   > examples/calibration/gtx-1080-ti.md
 
-# The calibrated profile is then guarded like this (exit 1 if the model drifts past 100 % MAPE):
-"$NVPERF" validate "$REALDATA"/magus/magus__*.csv --gpu gtx-1080-ti-calibrated --require transit --max-mape 100% \
-  > examples/calibration/gtx-1080-ti-validate.md || true
+# The accuracy table of the calibrated profile on its own calibration data, guarded the way a CI
+# job would guard it (exit 1 if luo-suda drifts past 110 % MAPE). In-sample: a regression guard,
+# not a measure of accuracy on new kernels (that is the held-out column above).
+"$NVPERF" validate "$REALDATA"/magus/magus__*.csv --gpu gtx-1080-ti-calibrated --require luo-suda --max-mape 110% \
+  > examples/calibration/gtx-1080-ti-validate.md
+
+# The same fit with a robust loss (soft_l1: residuals beyond a factor of ~2 count linearly),
+# for the comparison in docs/calibration.md; its profile is thrown away.
+SCRATCH="$(mktemp -d)"
+trap 'rm -rf "$SCRATCH"' EXIT
+"$NVPERF" calibrate "$REALDATA"/magus/magus__*.csv --gpu gtx-1080-ti -o "$SCRATCH"/gtx-1080-ti-soft-l1.yaml \
+  --folds 7 --seed 0 --loss soft_l1 > examples/calibration/gtx-1080-ti-soft-l1.md
