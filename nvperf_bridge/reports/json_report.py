@@ -40,8 +40,11 @@ meaning increments ``schema_version``.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
+
+import numpy as np
 
 from nvperf_bridge.analysis import Analysis
 from nvperf_bridge.model import RESULT_COLUMNS
@@ -53,10 +56,10 @@ SCHEMA_VERSION = 1
 def build_document(analysis: Analysis) -> dict[str, Any]:
     """The report as plain Python data (the schema in this module's docstring)."""
     kernels = analysis.kernels
-    ids = kernel_ids(kernels).tolist()
-    short = display_names(kernels).tolist()
-    full = full_names(kernels).tolist()
-    measured = [python_value(v) for v in analysis.measured_ns.tolist()]
+    ids = plain_values(kernel_ids(kernels))
+    short = plain_values(display_names(kernels))
+    full = plain_values(full_names(kernels))
+    measured = plain_values(analysis.measured_ns)
     per_model: dict[str, list[dict[str, Any]]] = {}
     for mid, run in analysis.ok_runs().items():
         per_model[mid] = _model_entries(run.result, detail_columns(run))
@@ -101,21 +104,50 @@ def build_document(analysis: Analysis) -> dict[str, Any]:
 
 
 def _model_entries(result: Any, details: list[str]) -> list[dict[str, Any]]:
-    """One dict per kernel for one model, built column-wise (no per-kernel pandas access)."""
-    columns = {name: result[name].tolist() for name in (*RESULT_COLUMNS, *details)}
-    entries = []
-    for position in range(len(result)):
-        entry = {name: python_value(columns[name][position]) for name in RESULT_COLUMNS}
-        entry["state"] = entry["state"] or ""
-        entry["error"] = entry["error"] or ""
-        entry["details"] = {name: python_value(columns[name][position]) for name in details}
-        entries.append(entry)
-    return entries
+    """One dict per kernel for one model, built column-wise (no per-kernel pandas access).
+
+    Values are made plain Python (NaN -> None) one column at a time, so the
+    per-kernel loop only zips ready lists into dicts.
+    """
+    columns = {name: plain_values(result[name]) for name in (*RESULT_COLUMNS, *details)}
+    for name in ("state", "error"):
+        columns[name] = [value or "" for value in columns[name]]
+    detail_rows = zip(*(columns[name] for name in details)) if details else itertools.repeat(())
+    return [
+        {**dict(zip(RESULT_COLUMNS, values)), "details": dict(zip(details, detail_values))}
+        for values, detail_values in zip(zip(*(columns[name] for name in RESULT_COLUMNS)), detail_rows)
+    ]
+
+
+def plain_values(values: Any) -> list[Any]:
+    """A column as a list of plain Python values (NaN, NA and infinities as None), vectorised per dtype."""
+    array = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
+    if array.dtype.kind == "f":
+        out = array.astype(object)
+        out[~np.isfinite(array)] = None
+        return out.tolist()
+    if array.dtype.kind in "iub":
+        return array.tolist()
+    return [value if type(value) is str else python_value(value) for value in array.tolist()]
 
 
 def render_json(analysis: Analysis) -> str:
-    """The JSON report as text (UTF-8, indented, strict: NaN is written as null)."""
-    return json.dumps(build_document(analysis), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    """The JSON report as text (UTF-8, indented, strict: NaN is written as null).
+
+    The document is indented; each kernel record is written compactly on a
+    line of its own by the C encoder (the indenting encoder is pure Python
+    and took most of the time of a large report), which also keeps one
+    kernel per line for grep and diff.
+    """
+    document = build_document(analysis)
+    kernels = document["kernels"]
+    document["kernels"] = []
+    text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
+    if kernels:
+        encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": ")).encode
+        body = ",\n".join("    " + encode(record) for record in kernels)
+        text = text.replace('\n  "kernels": [],', '\n  "kernels": [\n' + body + '\n  ],', 1)
+    return text + "\n"
 
 
 __all__ = ["SCHEMA_VERSION", "build_document", "render_json"]
