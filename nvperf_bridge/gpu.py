@@ -258,6 +258,22 @@ def profile_from_mapping(data: Any, path: str = "<profile>") -> GpuProfile:
     )
 
 
+# libyaml's safe loader when PyYAML was built with it: the same documents, about 7x faster to parse
+# (every command that picks a GPU reads all shipped profiles)
+_C_SAFE_LOADER = getattr(yaml, "CSafeLoader", None)
+
+
+def _safe_load(text: str) -> Any:
+    """``yaml.safe_load`` through libyaml when available (safe constructors only either way)."""
+    if _C_SAFE_LOADER is None:
+        return yaml.safe_load(text)
+    loader = _C_SAFE_LOADER(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
 def load_profile_file(path: str | Path) -> GpuProfile:
     """Read and validate one profile file."""
     path = Path(path)
@@ -266,7 +282,7 @@ def load_profile_file(path: str | Path) -> GpuProfile:
     except OSError as exc:
         raise ProfileError(f"cannot read profile: {exc.strerror or exc}", path=path) from None
     try:
-        data = yaml.safe_load(text)
+        data = _safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
