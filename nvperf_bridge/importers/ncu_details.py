@@ -86,6 +86,21 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
     if unknown_units:
         info.notes.append(f"unknown units kept unconverted: {', '.join(sorted(unknown_units))}")
     not_numeric = unparsed(raw["Metric Value"], numbers).to_numpy()
+    # one metric, one kind of unit: the kind most of its values have; a value in a unit of another
+    # kind (a duration in bytes, an unknown unit among known ones) cannot be converted, so it is missing
+    base_of_row = bases.to_numpy()
+    present = values.notna().to_numpy()
+    counted = pd.DataFrame({"m": metric_codes[present], "b": base_of_row[present]}).value_counts(sort=True)
+    main_kind = counted.reset_index().drop_duplicates("m").set_index("m")["b"]
+    row_kind = main_kind.reindex(metric_codes).to_numpy()
+    other_kind = present & pd.notna(row_kind) & (base_of_row != row_kind)
+    if other_kind.any():
+        first_bad = int(np.flatnonzero(other_kind)[0])
+        info.notes.append(
+            f"{int(other_kind.sum())} values in a unit of another kind than the rest of their metric kept as missing "
+            f"(first at line {int(raw['_line'].iloc[first_bad])}: {metric.iloc[first_bad]} in "
+            f"{raw['Metric Unit'].iloc[first_bad]!r})")
+        values = values.mask(pd.Series(other_kind, index=values.index))
 
     n_launch, n_metric = len(launch_ids), len(metric_names)
     grid = np.full((n_launch, n_metric), np.nan)
@@ -99,6 +114,7 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
         column[launch_codes[rows]] = raw["Metric Value"].to_numpy()[rows]
         wide[metric_names[code]] = column
     kinds_by_code = pd.Series(bases.to_numpy()).groupby(metric_codes).first()
+    kinds_by_code.update(main_kind)
     kinds = {metric_names[c]: k for c, k in kinds_by_code.items()}
 
     first = raw.groupby(launch_codes, sort=True).head(1) if False else raw.iloc[np.unique(launch_codes, return_index=True)[1]]
