@@ -493,6 +493,8 @@ def calibrate_model(
     specs: tuple[ConstantSpec, ...] = tuple(getattr(model, "constants", ()) or ())
     if not specs:
         outcome.skipped = "declares no machine constants (nothing to calibrate)"
+        if callable(getattr(model, "fit", None)):
+            outcome.skipped += "; it is a learned model: train it with 'nvperf-bridge fit'"
         return outcome
     options = settings.options.get(model.id, {})
     if model.id in settings.only:
