@@ -15,7 +15,8 @@ import typer
 
 
 def analyze_command(
-    files: List[Path] = typer.Argument(..., help="Profiler outputs (ncu or nvprof CSV, any extension).",
+    files: List[Path] = typer.Argument(..., help="Profiler outputs (ncu or nvprof CSV, any extension), or folders "
+                                            "to search (files that are not profiler output are skipped and listed).",
                                        show_default=False),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU profile id or YAML file (default: from the device name)."),
     model: Optional[List[str]] = typer.Option(None, "--model", "-m",
@@ -82,15 +83,18 @@ def build_analysis(
 ) -> Any:
     """Import ``files`` and run the models: the part ``analyze`` and ``plot`` share (``timeout_s``: per model)."""
     from nvperf_bridge.analysis import analyze
-    from nvperf_bridge.importers import read_profiles
+    from nvperf_bridge.discovery import read_inputs
     from nvperf_bridge.registry import load_registry
 
     step = progress.step if progress is not None else (lambda _label: None)
     options = parse_options(option)
     for model_id, data in read_model_data(model_data).items():
         options.setdefault(model_id, {})["model_data"] = data
-    step(f"reading {len(files)} file{'s' if len(files) != 1 else ''}")
-    imported = read_profiles(list(files))
+    step(f"reading {len(files)} input{'s' if len(files) != 1 else ''}")
+    # folders are searched; several files are parsed in parallel (discovery.py)
+    note = getattr(progress, "note", None)
+    imported = read_inputs(list(files), on_file=None if note is None else
+                           (lambda done, total, path: note(f"read {done}/{total} files ({path.name})")))
     registry = load_registry(plugin_files)
     check_named_models_loaded(registry, model_ids)
     check_option_models(options, registry, model_ids)

@@ -1,0 +1,242 @@
+"""Many profiles at once: find them in folders, read them in parallel, list them in the report.
+
+``nvperf-bridge analyze DIR`` (or several files, or both) goes through
+``read_inputs``:
+
+1. **Discover.** Folders are walked recursively (sorted, hidden entries
+   skipped). Every file found in a folder is sniffed by content, like any
+   input; files that hold no profiler table (READMEs, scripts, images,
+   ``.ncu-rep`` reports, error-only ncu logs) are *not* errors there: they
+   are skipped and listed, with the reason, in the report's Profiles table
+   and in the warnings. A file named explicitly on the command line must be
+   readable: it still fails with its own error, as before.
+2. **Read in parallel.** Each profiler file is parsed by its importer on its
+   own (``importers.read_file``), in a pool of worker processes when there
+   is more than one file and more than one CPU; the parsed tables come back
+   to the parent process.
+3. **Combine as one run.** The parsed files are combined exactly as
+   ``read_profiles`` combines them (``importers.merge.combine``): nvprof
+   metrics join their trace on the kernel name wherever the two files sit
+   (magus keeps ``metrics/`` and ``traces/`` side by side), one-metric-per-
+   file ncu outputs join on launch ID and kernel name, and everything else
+   is concatenated, with clashing launch IDs prefixed by the file name.
+   Parsing is the expensive, independent part; combining needs every file,
+   so only parsing runs in parallel, and the parallel result is the serial
+   one by construction.
+
+The report then has one row per file found (``profile_rows``): path,
+format, kernels, device and status.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+# folders that never hold profiler output (checked against the folder name)
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules", ".ipynb_checkpoints"})
+SNIFF_BYTES = 1 << 20  # enough to find the header after the application's own output
+NOT_PROFILER = "not profiler output"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One file to consider: where it is, and whether it was named explicitly (then it must import)."""
+
+    path: Path
+    explicit: bool
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A file found in a folder that is not profiler output, and why."""
+
+    path: Path
+    reason: str
+
+
+def expand(paths: Iterable[str | Path]) -> list[Candidate]:
+    """Files named on the command line, and every file below the folders named, in a stable order."""
+    out: list[Candidate] = []
+    seen: set[Path] = set()
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS)
+                for name in sorted(files):
+                    if name.startswith("."):
+                        continue
+                    found = Path(root) / name
+                    if found.resolve() not in seen:
+                        seen.add(found.resolve())
+                        out.append(Candidate(found, explicit=False))
+        else:
+            key = path.resolve() if path.exists() else path
+            if key not in seen:
+                seen.add(key)
+                out.append(Candidate(path, explicit=True))
+    return out
+
+
+def classify(candidate: Candidate) -> str | None:
+    """Why a file found in a folder is not profiler output, or None when it holds a table we read.
+
+    Only the first MiB is sniffed (the header sits near the top, after at
+    most the application's own output). Explicitly named files are never
+    rejected here: their importer reports what is wrong with them.
+    """
+    if candidate.explicit:
+        return None
+    from nvperf_bridge.errors import InputError
+    from nvperf_bridge.importers.sniff import sniff_text
+    from nvperf_bridge.importers.text import _reject_binary
+
+    try:
+        with open(candidate.path, "rb") as handle:
+            head = handle.read(SNIFF_BYTES)
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    if not head.strip():
+        return "empty file"
+    try:
+        _reject_binary(candidate.path, head)
+    except InputError as exc:
+        return exc.message
+    text = head.decode("latin-1").replace("\r\n", "\n")
+    if sniff_text(text) is None:
+        if "==ERROR==" in text or "==PROF==" in text:
+            return "profiler messages but no table (the profiled run failed?)"
+        return "no profiler table (not ncu or nvprof CSV)"
+    return None
+
+
+def _read_one(path: str) -> Any:
+    """Worker: parse one file with its importer (runs in a child process)."""
+    from nvperf_bridge.importers import read_file
+
+    return read_file(Path(path))
+
+
+def workers_for(count: int, jobs: int | None = None) -> int:
+    """Processes to use: ``jobs`` if given, else one per CPU, never more than the files."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(count, jobs if jobs else cpus))
+
+
+def read_inputs(
+    paths: Iterable[str | Path],
+    *,
+    jobs: int | None = None,
+    on_file: Callable[[int, int, Path], None] | None = None,
+) -> Any:
+    """Discover, read (in parallel when there are several files) and combine; an ``ImportResult``.
+
+    ``jobs`` limits the worker processes (1 = read in this process).
+    ``on_file(done, total, path)`` is called as each file finishes (for a
+    progress bar). Files found in folders that are not profiler output are
+    added to the result's ``inputs`` with format ``"not profiler output"``
+    and their reason in ``notes``, and to its ``warnings``.
+    """
+    from nvperf_bridge.errors import InputError
+    from nvperf_bridge.importers.merge import combine
+    from nvperf_bridge.kernelframe import InputFile
+
+    given = list(paths)
+    if not given:
+        raise InputError("no input files given", hint="pass profiler CSV files or a folder that holds them")
+    candidates = expand(given)
+    readable: list[Path] = []
+    rejected: list[Rejected] = []
+    for candidate in candidates:
+        reason = classify(candidate)
+        if reason is None:
+            readable.append(candidate.path)
+        else:
+            rejected.append(Rejected(candidate.path, reason))
+    if not readable:
+        folders = ", ".join(str(p) for p in given)
+        raise InputError(f"no profiler output found in {folders}" + (f" ({len(rejected)} other files skipped)"
+                                                                      if rejected else ""),
+                         hint="ncu --csv --page raw ... > out.csv, or nvprof --csv --print-gpu-trace ...")
+    parsed = _parse_all(readable, workers_for(len(readable), jobs), on_file)
+    result = combine(parsed)
+    for item in rejected:
+        result.inputs.append(InputFile(path=str(item.path), format=NOT_PROFILER, kernels=0, notes=[item.reason]))
+        result.warnings.append(f"{item.path}: skipped, {item.reason}")
+    return result
+
+
+def _parse_all(paths: list[Path], workers: int, on_file: Callable[[int, int, Path], None] | None) -> list[Any]:
+    """Parsed files in the order given; a pool of processes when ``workers`` > 1."""
+    total = len(paths)
+    if workers <= 1:
+        from nvperf_bridge.importers import read_file
+
+        out = []
+        for done, path in enumerate(paths, 1):
+            out.append(read_file(path))
+            if on_file is not None:
+                on_file(done, total, path)
+        return out
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    # fork would copy a parent that may hold threads (model timeouts); spawn/forkserver start clean
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    results: list[Any] = [None] * total
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method)) as pool:
+        futures = {pool.submit(_read_one, str(path)): i for i, path in enumerate(paths)}
+        try:
+            for done, future in enumerate(as_completed(futures), 1):
+                i = futures[future]
+                results[i] = future.result()  # re-raises the worker's InputError, naming the file
+                if on_file is not None:
+                    on_file(done, total, paths[i])
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+    return results
+
+
+# ---- the Profiles table of the report -------------------------------------------
+
+PROFILE_COLUMNS: tuple[str, ...] = ("path", "format", "kernels", "device", "status")
+
+
+def profile_rows(inputs: Iterable[Any]) -> list[dict[str, Any]]:
+    """One row per input file: path, format, kernels, device, status ("ok", "ok, 3 rows skipped", "skipped: ...")."""
+    rows = []
+    for item in inputs:
+        if item.format == NOT_PROFILER:
+            status = "skipped: " + ("; ".join(item.notes) or NOT_PROFILER)
+            fmt = "-"
+        else:
+            skipped = sum(_count(s) for s in item.skipped)
+            status = "ok" if not skipped else f"ok, {skipped:,} non-kernel row{'s' if skipped != 1 else ''} skipped"
+            fmt = item.format
+        rows.append({"path": str(item.path), "format": fmt, "kernels": int(item.kernels), "device": item.device,
+                     "status": status})
+    return rows
+
+
+def _count(skipped: str) -> int:
+    """'12 rows: memcpy ...' -> 12 (skipped entries start with their count)."""
+    head = skipped.split(" ", 1)[0].replace(",", "")
+    return int(head) if head.isdigit() else 0
+
+
+def show_profiles(inputs: list[Any]) -> bool:
+    """Reports list the Profiles when more than one file was given or found."""
+    return len(inputs) > 1
+
+
+__all__ = ["Candidate", "NOT_PROFILER", "PROFILE_COLUMNS", "Rejected", "classify", "expand", "profile_rows",
+           "read_inputs", "show_profiles", "workers_for"]
+
+if __name__ == "__main__":  # pragma: no cover
+    print(profile_rows(read_inputs(sys.argv[1:]).inputs))
