@@ -607,6 +607,27 @@ def _constants_block(run: ModelRun) -> list[list[Any]]:
     return block
 
 
+def _profiles_sheet(analysis: Analysis) -> TableSheet | None:
+    """Every file given or found in a folder, with format, kernels, device and status (several files only)."""
+    from nvperf_bridge.discovery import profile_rows, show_profiles
+
+    if not show_profiles(analysis.inputs):
+        return None
+    rows = profile_rows(analysis.inputs)
+    columns = [
+        Column("File", text_values([r["path"] for r in rows]), width=60.0),
+        Column("Format", text_values([r["format"] for r in rows]), width=16.0),
+        Column("Kernels", [r["kernels"] for r in rows], kind="number", number_format="#,##0", width=10.0),
+        Column("Device", text_values([r["device"] for r in rows]), width=24.0),
+        Column("Status", text_values([r["status"] for r in rows]), width=60.0),
+    ]
+    skipped = sum(1 for r in rows if r["status"].startswith("skipped"))
+    return TableSheet("Profiles", columns, notes=[
+        f"{len(rows)} files: {len(rows) - skipped} read and analysed together, {skipped} skipped (not profiler "
+        f"output). Files of one run (nvprof metrics + trace, one-metric-per-file ncu) are joined; others are "
+        f"concatenated."])
+
+
 def _inputs_sheet(analysis: Analysis, large: bool) -> TableSheet:
     kernels = analysis.kernels
     canonical = [name for name in CANONICAL_COLUMNS if name in kernels.columns]
@@ -879,6 +900,9 @@ def render_workbook(analysis: Analysis, figures: Sequence[Any] | None = None,
         step(f"model sheet {mid}")
         _write_table(wb, _model_sheet(analysis, run, names[mid], order, large))
     step("Inputs")
+    profiles = _profiles_sheet(analysis)
+    if profiles is not None:
+        _write_table(wb, profiles)
     _write_table(wb, _inputs_sheet(analysis, large))
     _write_table(wb, _gpu_sheet(analysis))
     _write_table(wb, _notes_sheet(analysis, large))

@@ -11,6 +11,10 @@ fractions (0.123 = 12.3 %), every NaN or infinity is ``null``::
         {"path": "profile.csv", "format": "ncu-raw", "kernels": 12,
          "device": "NVIDIA A100-SXM4-40GB", "skipped": ["line 12: memcpy row (not a kernel)"]}
       ],
+      "profiles": [                                   # one per file given or found in a folder
+        {"path": "profile.csv", "format": "ncu-raw", "kernels": 12, "device": "NVIDIA A100-SXM4-40GB",
+         "status": "ok"}                              # or "ok, 2 non-kernel rows skipped", "skipped: <why>"
+      ],
       "gpu": {"id": "a100", "name": "NVIDIA A100", "choice": "matched device name 'NVIDIA A100-SXM4-40GB'"},
       "models": {                                     # every model that was asked for
         "hong-kim": {"version": "1.0", "paper": "Hong & Kim, ISCA'09", "origin": "entry point ...",
@@ -47,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from nvperf_bridge.analysis import Analysis
+from nvperf_bridge.discovery import profile_rows
 from nvperf_bridge.model import RESULT_COLUMNS
 from nvperf_bridge.reports.common import detail_columns, full_names, kernel_ids, python_value, display_names
 
@@ -82,6 +87,8 @@ def build_document(analysis: Analysis) -> dict[str, Any]:
              "device": item.device, "skipped": list(item.skipped)}
             for item in analysis.inputs
         ],
+        # every file given or found in a folder, with its status (skipped non-profiler files too)
+        "profiles": profile_rows(analysis.inputs),
         "gpu": {"id": analysis.gpu.id, "name": analysis.gpu.name, "choice": analysis.gpu_choice},
         "models": {
             mid: {

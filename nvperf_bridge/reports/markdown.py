@@ -76,6 +76,7 @@ def render_markdown(analysis: Analysis, figures: Mapping[str, str] | None = None
     if figures:
         parts.append(_figures(figures))
     parts.append(_warnings(analysis))
+    parts.append(_profiles(analysis))
     parts.append(_inputs(analysis))
     parts.append(_kernel_names(order, number, short, full))
     return "\n\n".join(part for part in parts if part) + "\n"
@@ -226,6 +227,18 @@ def _warnings(analysis: Analysis) -> str:
     if not analysis.warnings:
         return "## Warnings\n\nNone."
     return "## Warnings\n\n" + "\n".join(f"- {escape(w)}" for w in analysis.warnings)
+
+
+def _profiles(analysis: Analysis) -> str:
+    """Every file given or found in a folder, with its status (only when there is more than one)."""
+    from nvperf_bridge.discovery import profile_rows, show_profiles
+
+    if not show_profiles(analysis.inputs):
+        return ""
+    rows = [[escape(r["path"]), escape(r["format"]), f"{r['kernels']:,}", escape(r["device"] or ""),
+             escape(r["status"])] for r in profile_rows(analysis.inputs)]
+    return "## Profiles\n\n" + table(["File", "Format", "Kernels", "Device", "Status"], rows,
+                                     ["l", "l", "r", "l", "l"])
 
 
 def _inputs(analysis: Analysis) -> str:
