@@ -68,10 +68,13 @@ LARGE_INPUT = 20_000  # kernels above which the workbook takes its fast path
 LARGE_MODEL_ROWS = 1_000  # kernels per model sheet on the fast path
 CHART_KERNELS = 15  # kernels in the measured-vs-predicted chart
 NAME_WIDTH = 60  # characters of the short kernel name column
+PRINT_PAGE_WIDTH = 220.0  # column-width characters per printed landscape page
 
 FONT = "Calibri"  # openpyxl's default body font; headers and notes use it too
 HEADER_FILL = "1F4E78"
 BAND_FILL = "F2F6FA"  # every other data row
+MEASURED_COLOR = "404040"
+SERIES_COLORS = ("1F77B4", "D62728", "2CA02C", "9467BD", "FF7F0E", "8C564B", "E377C2", "17BECF")  # as the figures
 HEADER_FONT_COLOR = "FFFFFF"
 RAW_HEADER_FILL = "595959"
 NOTE_COLOR = "404040"
@@ -175,9 +178,24 @@ def number_format_for(values: pd.Series) -> str:
 def _text_width(header: str, values: list[Any], cap: float = 60.0, floor: float = 8.0) -> float:
     sample = [len(str(v)) for v in values[:2000] if v is not None]
     longest = max(sample) if sample else 0
-    typical = float(np.percentile(sample, 90)) if sample else 0
     word = max((len(w) for w in header.split()), default=4)
-    return float(min(cap, max(floor, word + 2, min(longest, typical * 1.2) + 2)))
+    return float(min(cap, max(floor, word + 2, longest + 2)))
+
+
+def header_height(headers: Sequence[tuple[str, float]]) -> float:
+    """Row height (points) that shows every header, word-wrapped at its column's width."""
+    lines = 1
+    for text, width in headers:
+        usable = max(4, int(width * 0.95) - 1)  # bold header text runs a little wider than body text
+        count, current = 1, 0
+        for word in str(text).split():
+            if current and current + 1 + len(word) > usable:
+                count += 1
+                current = len(word)
+            else:
+                current += len(word) + (1 if current else 0)
+        lines = max(lines, count)
+    return 15.0 * lines + 3.0
 
 
 def _id_column(kernels: pd.DataFrame) -> Column:
@@ -246,9 +264,7 @@ class _Cells:
         return cell
 
     def template(self, column: Column) -> Any:
-        from openpyxl.cell import WriteOnlyCell
-
-        cell = WriteOnlyCell(self.ws)
+        cell = _template_cell(self.ws)
         cell.number_format = column.number_format
         if column.wrap or column.align:
             cell.alignment = self._Alignment(wrap_text=column.wrap or None, vertical="top" if column.wrap else None,
@@ -256,11 +272,66 @@ class _Cells:
         return cell
 
     def quoted(self) -> Any:
-        from openpyxl.cell import WriteOnlyCell
-
-        cell = WriteOnlyCell(self.ws)
+        cell = _template_cell(self.ws)
         cell.quotePrefix = True
         return cell
+
+
+_TEMPLATE_CLASS: Any = None
+
+
+def _template_cell(ws: Any) -> Any:
+    """A write-only cell reused down a column: its style id is looked up once, not per row.
+
+    Styling must be complete before the first row is written (templates are
+    styled right after creation)."""
+    global _TEMPLATE_CLASS
+    if _TEMPLATE_CLASS is None:
+        from openpyxl.cell import Cell
+
+        class TemplateCell(Cell):
+            __slots__ = ("_style_id",)
+
+            @property
+            def style_id(self) -> int:
+                try:
+                    return self._style_id
+                except AttributeError:
+                    self._style_id = Cell.style_id.fget(self)
+                    return self._style_id
+
+        _TEMPLATE_CLASS = TemplateCell
+    return _TEMPLATE_CLASS(ws, row=1, column=1)
+
+
+def _stream_rows_quickly(ws: Any) -> None:
+    """Let the streaming sheet take prepared cells without openpyxl's per-cell exception path.
+
+    openpyxl's ``_values_to_row`` tries to bind every value and falls back on
+    an exception for ready-made cells, then allocates a fresh cell; this
+    version checks the type instead (same output, fewer allocations). Left
+    alone when a future openpyxl changes the hook.
+    """
+    from openpyxl.cell import Cell
+
+    if not callable(getattr(ws, "_values_to_row", None)):
+        return
+    blank = Cell(ws, row=1, column=1)
+
+    def values_to_row(values: Sequence[Any], row_idx: int) -> Any:
+        for col_idx, value in enumerate(values, 1):
+            if value is None:
+                continue
+            if isinstance(value, Cell):
+                cell = value
+            else:
+                blank.value = value
+                cell = blank
+            cell.column = col_idx
+            cell.row = row_idx
+            yield cell
+
+    ws._values_to_row = values_to_row
 
 
 def _set_value(cell: Any, value: Any) -> None:
@@ -290,6 +361,7 @@ def _write_table(wb: Any, sheet: TableSheet) -> Any:
     from openpyxl.utils import get_column_letter
 
     ws = wb.create_sheet(sheet.title)
+    _stream_rows_quickly(ws)
     cells = _Cells(ws)
     columns = sheet.columns
     rows = len(columns[0].values) if columns else 0
@@ -303,10 +375,14 @@ def _write_table(wb: Any, sheet: TableSheet) -> Any:
     if gap:
         ws.column_dimensions[get_column_letter(len(columns) + 1)].width = 3
     ws.freeze_panes = f"{get_column_letter(sheet.freeze_columns + 1)}{header_row + 1}"
-    ws.row_dimensions[header_row].height = 32
+    ws.row_dimensions[header_row].height = header_height(
+        [(c.header, c.width) for c in columns] + [(str(t), w) for t, w in zip(sheet.side[0] if sheet.side else [],
+                                                                             sheet.side_widths)])
     if sheet.tab_color:
         ws.sheet_properties.tabColor = sheet.tab_color
-    _print_setup(ws, header_row)
+    printed = columns[: sheet.print_columns] if sheet.print_columns else columns
+    total_width = sum(c.width for c in printed) + sum(sheet.side_widths) + 3 * gap
+    _print_setup(ws, header_row, total_width)
 
     for note_position, note in enumerate(sheet.notes):
         first = note_position == 0
@@ -333,13 +409,13 @@ def _write_table(wb: Any, sheet: TableSheet) -> Any:
                 if value is None:
                     row.append(None)
                 elif type(value) is _Quoted:
-                    quoted.value = str(value)
+                    quoted._value = str(value)  # already cleaned by text_values; stored as text
                     quoted.data_type = "s"
                     row.append(quoted)
                 elif template is not None:
-                    template.value = value
-                    if isinstance(value, str):
-                        template.data_type = "s"
+                    # values come from number_values / text_values: floats, ints or clean text
+                    template._value = value
+                    template.data_type = "s" if isinstance(value, str) else "n"
                     row.append(template)
                 else:
                     row.append(value)
@@ -372,12 +448,14 @@ def _side_value(cells: _Cells, value: Any) -> Any:
     return value
 
 
-def _print_setup(ws: Any, header_row: int) -> None:
+def _print_setup(ws: Any, header_row: int | None, total_width: float) -> None:
+    """Landscape, as many pages wide as keeps the text legible (about 200 characters a page)."""
     ws.page_setup.orientation = "landscape"
-    ws.page_setup.fitToWidth = 1
+    ws.page_setup.fitToWidth = max(1, int(np.ceil(total_width / PRINT_PAGE_WIDTH)))
     ws.page_setup.fitToHeight = 0
     ws.sheet_properties.pageSetUpPr.fitToPage = True
-    ws.print_title_rows = f"{header_row}:{header_row}"
+    if header_row:
+        ws.print_title_rows = f"{header_row}:{header_row}"
 
 
 def _ranges(positions: Sequence[int], first: int, last: int) -> str:
@@ -473,7 +551,7 @@ def _summary_sheet(analysis: Analysis, order: np.ndarray) -> TableSheet:
     names = text_values(display_names(kernels), NAME_WIDTH)
     columns.append(Column("Kernel", names, width=_text_width("Kernel", names, cap=45, floor=16),
                           comment="short name; the full name is in the last column"))
-    if "invocations" in kernels.columns:
+    if "invocations" in kernels.columns and (pd.to_numeric(kernels["invocations"], errors="coerce") > 1).any():
         columns.append(Column("Invocations", number_values(kernels["invocations"]), "number", "#,##0", 11.0))
     columns.append(_time_column("Measured", summary["measured_ns"], "measured kernel duration"))
     errors, labels = [], []
@@ -771,12 +849,9 @@ def _charts_sheet(wb: Any, analysis: Analysis) -> None:
     unit = time_unit(pd.concat([s.loc[top] for _, s in series_ns])) if series_ns else time_unit([])
     ws.column_dimensions["A"].width = 34
     for position in range(2, 2 + max(len(series_ns), len(BOTTLENECKS))):
-        ws.column_dimensions[get_column_letter(position)].width = 13
+        ws.column_dimensions[get_column_letter(position)].width = 16
     ws.row_dimensions[3].height = 32
-    ws.page_setup.orientation = "landscape"
-    ws.page_setup.fitToWidth = 1
-    ws.page_setup.fitToHeight = 0
-    ws.sheet_properties.pageSetUpPr.fitToPage = True
+    _print_setup(ws, None, PRINT_PAGE_WIDTH)
     ws.append([cells.cell(f"Charts: {analysis.gpu.name}", bold=True, size=12)])
     ws.append([cells.cell(f"Measured vs predicted time of the {len(top)} longest kernels ({unit.label}; "
                           "the chart's time axis is logarithmic)", italic=True, color=NOTE_COLOR)])
@@ -809,6 +884,15 @@ def _charts_sheet(wb: Any, analysis: Analysis) -> None:
         data = Reference(ws, min_col=2, max_col=1 + len(series_ns), min_row=header_row, max_row=last_row)
         chart.add_data(data, titles_from_data=True)
         chart.set_categories(Reference(ws, min_col=1, min_row=header_row + 1, max_row=last_row))
+        models_seen = 0
+        for series, (name, _) in zip(chart.series, series_ns):
+            if name == "Measured":
+                color = MEASURED_COLOR
+            else:
+                color = SERIES_COLORS[models_seen % len(SERIES_COLORS)]
+                models_seen += 1
+            series.graphicalProperties.solidFill = color
+            series.graphicalProperties.line.solidFill = color
         chart.height = min(30.0, max(9.0, 3.0 + 0.25 * len(top) * len(series_ns)))
         chart.width = 22.0
         chart.legend.position = "b"
@@ -848,7 +932,7 @@ def _charts_sheet(wb: Any, analysis: Analysis) -> None:
         for series, label in zip(stacked.series, BOTTLENECKS):
             series.graphicalProperties.solidFill = BOTTLENECK_COLORS[label]
             series.graphicalProperties.line.solidFill = BOTTLENECK_COLORS[label]
-        stacked.height, stacked.width = 9.0, 16.0
+        stacked.height, stacked.width = 10.0, max(16.0, 3.2 * len(models) + 6.0)
         stacked.legend.position = "r"
         ws.add_chart(stacked, f"A{count_header + len(models) + 3}")
 
@@ -858,6 +942,7 @@ def _figures_sheet(wb: Any, figures: Sequence[Any]) -> None:
     from openpyxl.drawing.image import Image
 
     ws = wb.create_sheet("Figures")
+    _print_setup(ws, None, PRINT_PAGE_WIDTH)
     cells = _Cells(ws)
     ws.column_dimensions["A"].width = 100
     row = 1

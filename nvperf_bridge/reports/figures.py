@@ -68,7 +68,7 @@ def _spread_subset(order: np.ndarray, limit: int) -> np.ndarray:
     return order[picks]
 
 
-def accuracy_figure(analysis: Analysis, *, width: float = 7.0, height: float = 6.0) -> "Figure":
+def accuracy_figure(analysis: Analysis, *, width: float = 7.0, height: float = 7.2) -> "Figure":
     """Measured vs predicted time, every model, log-log, with the y = x line.
 
     Each model's legend entry carries its MAPE over the kernels shown.
@@ -111,7 +111,7 @@ def accuracy_figure(analysis: Analysis, *, width: float = 7.0, height: float = 6
         ax.set_yscale("log")
         _plain_log_ticks(ax)
         ax.set_aspect("equal", adjustable="box")
-        ax.legend(loc="upper left", fontsize=9, frameon=True, framealpha=0.9)
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize=9, frameon=False)
     else:
         ax.text(0.5, 0.5, "no kernel has both a measured time and a prediction",
                 ha="center", va="center", transform=ax.transAxes, fontsize=11)
@@ -205,8 +205,12 @@ def _draw_transit(ax: Any, panel: TransitCurves) -> None:
                 arrowprops={"arrowstyle": "-", "color": "#666666", "linewidth": 0.8})
     for label, (x, y) in panel.marks.items():
         ax.plot([x], [y], marker="x", color="#555555", markersize=7)
-        ax.annotate(label, xy=(x, y), xytext=(4, 4), textcoords="offset points", fontsize=9, color="#555555")
+        ax.annotate(label, xy=(x, y), xytext=(5, -15), textcoords="offset points", fontsize=10, color="#555555")
     ax.set_xlim(0, max(float(panel.n), 1.0))
+    n = float(panel.n)
+    top = ax.secondary_xaxis("top", functions=(lambda k: n - k, lambda x: n - x))
+    top.set_xlabel("x = n - k: threads in the compute system", fontsize=9, color="#d62728")
+    top.tick_params(labelsize=8, colors="#d62728")
     ax.set_ylim(0, _transit_top(panel))
     ax.set_xlabel(panel.k_label + f"   (n = {panel.n:,.0f})", fontsize=10)
     ax.set_ylabel(f"throughput ({panel.throughput_unit})" if panel.throughput_unit else "throughput", fontsize=10)
