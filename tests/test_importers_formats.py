@@ -184,3 +184,23 @@ def test_different_runs_are_concatenated_with_unique_ids() -> None:
     assert len(result.kernels) == 4
     assert result.kernels["kernel_id"].is_unique
     assert not result.warnings
+
+
+def test_nvprof_requests_are_zero_when_a_kernel_has_no_transactions(tmp_path: Path) -> None:
+    """nvprof writes 0 transactions and 0 per request for memory a kernel never touches:
+    that is 0 requests (so models can run), while a real 0 / 0 elsewhere stays missing."""
+    head = '"Device","Kernel","Invocations","Metric Name","Metric Description","Min","Max","Avg"\n'
+    rows = [
+        ("shared_load_transactions", 0), ("shared_load_transactions_per_request", 0.0),
+        ("gld_transactions", 800), ("gld_transactions_per_request", 8.0),
+        ("gst_transactions", 80), ("gst_transactions_per_request", 0.0),
+    ]
+    body = "".join(
+        f'"Tesla V100-SXM2-16GB (0)","gemm(float*, float*)",1,"{name}","{name}",{v},{v},{v}\n' for name, v in rows
+    )
+    path = tmp_path / "metrics.csv"
+    path.write_text(head + body)
+    row = read_profiles([path]).kernels.iloc[0]
+    assert row["inst_shared_ld"] == 0
+    assert row["inst_global_ld"] == 100
+    assert math.isnan(row["inst_global_st"])  # 80 transactions but 0 per request: inconsistent, not 0

@@ -46,6 +46,9 @@ def aliases() -> dict[str, Alias]:
 #   sum / product: every input must be present (a missing part is missing, not 0)
 #   weighted: sum of input*weight, inputs given as "name*weight"
 #   ratio: inputs[0] / inputs[1] * factor ("name*factor" on the first input)
+#   requests: transactions / transactions-per-request, where no transactions means
+#     no requests (nvprof reports 0 per request for a kernel that never touches
+#     that memory, and 0 / 0 must read as 0 requests, not as a missing counter)
 DERIVATIONS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("shared_mem_per_block_bytes", "sum", ("_smem_static_bytes", "_smem_dynamic_bytes"), ""),
     ("grid_blocks", "product", ("_grid_x", "_grid_y", "_grid_z"), ""),
@@ -54,10 +57,10 @@ DERIVATIONS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("flop_sp", "weighted", ("_ffma*2", "_fadd*1", "_fmul*1"), ""),
     ("flop_dp", "weighted", ("_dfma*2", "_dadd*1", "_dmul*1"), ""),
     ("flop_hp", "weighted", ("_hfma*2", "_hadd*1", "_hmul*1"), ""),
-    ("inst_global_ld", "ratio", ("global_ld_sectors", "_gld_per_request"), "inst_global_ld = gld_transactions / gld_transactions_per_request"),
-    ("inst_global_st", "ratio", ("global_st_sectors", "_gst_per_request"), "inst_global_st = gst_transactions / gst_transactions_per_request"),
-    ("inst_shared_ld", "ratio", ("shared_ld_wavefronts", "_shared_ld_per_request"), "inst_shared_ld = shared_load_transactions / shared_load_transactions_per_request"),
-    ("inst_shared_st", "ratio", ("shared_st_wavefronts", "_shared_st_per_request"), "inst_shared_st = shared_store_transactions / shared_store_transactions_per_request"),
+    ("inst_global_ld", "requests", ("global_ld_sectors", "_gld_per_request"), "inst_global_ld = gld_transactions / gld_transactions_per_request"),
+    ("inst_global_st", "requests", ("global_st_sectors", "_gst_per_request"), "inst_global_st = gst_transactions / gst_transactions_per_request"),
+    ("inst_shared_ld", "requests", ("shared_ld_wavefronts", "_shared_ld_per_request"), "inst_shared_ld = shared_load_transactions / shared_load_transactions_per_request"),
+    ("inst_shared_st", "requests", ("shared_st_wavefronts", "_shared_st_per_request"), "inst_shared_st = shared_store_transactions / shared_store_transactions_per_request"),
     ("duration_ns", "ratio", ("sm_cycles*1e9", "sm_clock_hz"), "duration_ns = sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second (no duration counter in the input)"),
 )
 
@@ -143,9 +146,11 @@ def _derive(frame: pd.DataFrame, new: dict[str, pd.Series], parts: dict[str, pd.
             value = sum(s * w for s, (_, w) in zip(series, terms))
         elif operation == "product":
             value = series[0] * series[1] * series[2] if len(series) == 3 else np.prod(series, axis=0)
-        else:  # ratio: a zero denominator gives missing, never inf
+        else:  # ratio / requests: a zero denominator gives missing, never inf
             denominator = series[1].where(series[1] != 0)
             value = series[0] * terms[0][1] / denominator
+            if operation == "requests":
+                value = value.where(series[0] != 0, 0.0)
         value = pd.Series(value, index=frame.index, dtype="float64")
         current = new.get(target, frame[target] if target in frame.columns else None)
         if current is not None:
