@@ -57,7 +57,7 @@ _TABLE: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("inst_shared_st", "float", "count", "warp-level shared store instructions", "smsp__inst_executed_op_shared_st.sum", "shared_store"),
     ("shared_ld_wavefronts", "float", "count", "shared load wavefronts (transactions)", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "shared_load_transactions"),
     ("shared_st_wavefronts", "float", "count", "shared store wavefronts (transactions)", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "shared_store_transactions"),
-    ("inst_barrier", "float", "count", "warp-level barrier (__syncthreads) instructions", "smsp__inst_executed_op_barrier.sum", "inst_executed_barrier"),
+    ("inst_barrier", "float", "count", "warp-level barrier (__syncthreads) instructions", "smsp__inst_executed_op_barrier.sum", ""),
     ("dram_read_bytes", "float", "bytes", "DRAM bytes read", "dram__bytes_read.sum", "dram_read_transactions x 32"),
     ("dram_write_bytes", "float", "bytes", "DRAM bytes written", "dram__bytes_write.sum", "dram_write_transactions x 32"),
     ("dram_bytes", "float", "bytes", "DRAM bytes read + written (filled from the two above, or from dram__bytes.sum)", "dram__bytes.sum", "dram_read_transactions + dram_write_transactions, x 32"),

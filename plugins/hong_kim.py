@@ -38,7 +38,10 @@ paper symbol (equation)    source
 #Synch_insts (26)          ``inst_barrier`` / total warps. Counted apart from
                            #Total_insts only in Eq. (26): Comp_cycles is
                            Issue_cycles x #Total_insts (Table 2: 4 x (27 + 6)),
-                           never 4 x (27 + 6 + 6).
+                           never 4 x (27 + 6 + 6). When the input has no
+                           barrier count (nvprof cannot collect one), the
+                           kernel is predicted without Synch_cost and its
+                           ``state`` and ``Synch_source`` say so.
 N (20)                     ``launch.active_warps_per_sm``: achieved_occupancy
                            x ``max_warps_per_sm`` (else theoretical occupancy,
                            else the launch's resource limit), at most the
@@ -152,6 +155,11 @@ STATE_MWP_LT_CWP = "MWP < CWP"
 STATE_MWP_EQ_CWP = "MWP = CWP"
 STATE_COMP_GT_MEM = "MWP > CWP, Comp_cycles > Mem_cycles (Eq. 23 as printed)"
 STATE_MWP_GT_CWP = "MWP > CWP"
+STATE_SUFFIX_NO_SYNCH = " (no Synch_cost: inst_barrier not collected)"
+SYNCH_NOT_COLLECTED = (
+    "not collected: Eq. (26) synchronization cost left out (ncu --metrics smsp__inst_executed_op_barrier.sum; "
+    "nvprof has no barrier counter)"
+)
 
 
 def _bool_option(options: Mapping[str, Any], name: str, default: bool) -> bool:
@@ -195,9 +203,9 @@ class HongKimModel:
             "inst_executed",
             "inst_global_ld",
             "inst_global_st",
-            "inst_barrier",
         ),
         optional=(
+            "inst_barrier",  # Eq. (26); without it (nvprof cannot count barriers) Synch_cost is left out, and said
             "global_ld_sectors",  # needed when there are global loads
             "global_st_sectors",  # needed when there are global stores
             "achieved_occupancy",
@@ -299,6 +307,9 @@ class HongKimModel:
             Total_insts = column_or_nan(kernels, "inst_executed") / total_warps  # #Total_insts, barriers included
             Mem_insts_requests = requests / total_warps
             Synch_insts = column_or_nan(kernels, "inst_barrier") / total_warps
+            # nvprof has no barrier counter: predict without Eq. (26) and say so per kernel.
+            synch_known = Synch_insts.notna()
+            Synch_insts = Synch_insts.fillna(0.0)
             sectors = ld_sectors + st_sectors
             transactions_per_mw = sectors / requests  # r: mean transactions per memory warp
             if U > c:
@@ -438,7 +449,9 @@ class HongKimModel:
         result["predicted_cycles"] = Exec_cycles_with_synch.where(ok)
         result["predicted_ns"] = predicted_ns.where(ok)
         result["bottleneck"] = pd.Series(bottleneck, index=index, dtype="object").where(ok, "unknown")
-        result["state"] = pd.Series(state, index=index, dtype="object").where(ok, "")
+        state = pd.Series(state, index=index, dtype="object")
+        state[~synch_known] = state[~synch_known] + STATE_SUFFIX_NO_SYNCH
+        result["state"] = state.where(ok, "")
         result["error"] = error
         details: dict[str, Any] = {
             "equation": pd.Series(equation, index=index, dtype="object").where(ok, ""),
@@ -472,7 +485,9 @@ class HongKimModel:
             "Mem_insts": Mem_insts,
             "Uncoal_Mem_insts": Uncoal_Mem_insts,
             "Coal_Mem_insts": Coal_Mem_insts,
-            "Synch_insts": Synch_insts,
+            "Synch_insts": Synch_insts.where(synch_known),
+            "Synch_source": pd.Series(np.where(synch_known, "inst_barrier", SYNCH_NOT_COLLECTED), index=index,
+                                      dtype="object"),
             "Weight_uncoal": Weight_uncoal,
             "Weight_coal": Weight_coal,
             "transactions_per_mw": transactions_per_mw,
