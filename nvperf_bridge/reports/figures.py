@@ -187,13 +187,16 @@ def transit_figure(panels: Sequence[TransitCurves], *, columns: int = 2, panel_s
         return fig
     for position, panel in enumerate(panels):
         ax = fig.add_subplot(rows, columns, position + 1)
-        _draw_transit(ax, panel)
+        _draw_transit(ax, panel, legend=len(panels) == 1)
+    if len(panels) > 1:  # one shared legend rather than one per panel
+        fig.legend(*fig.axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize=10,
+                   frameon=False)
     if suptitle:
         fig.suptitle(suptitle, fontsize=13)
     return fig
 
 
-def _draw_transit(ax: Any, panel: TransitCurves) -> None:
+def _draw_transit(ax: Any, panel: TransitCurves, legend: bool = True) -> None:
     ax.plot(panel.k, panel.f, color="#1f77b4", linewidth=2.0, label="f(k): memory system supply")
     ax.plot(panel.k, panel.g, color="#d62728", linewidth=2.0, label="g(x), x = n - k: compute demand")
     ax.plot([panel.k_eq], [panel.throughput_eq], marker="o", markersize=8, color="black", zorder=5,
@@ -218,7 +221,8 @@ def _draw_transit(ax: Any, panel: TransitCurves) -> None:
     ax.set_title(title, fontsize=10.5)
     ax.grid(True, color="#e5e5e5", linewidth=0.6)
     ax.tick_params(labelsize=9)
-    ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
+    if legend:
+        ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
 
 
 def transit_curves_for(analysis: Analysis, index: Any, samples: int = 200) -> TransitCurves | None:

@@ -1,0 +1,88 @@
+"""Figures: measured vs predicted (log-log, y = x) and the Transit figure from the model's own curves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from reports_fakes import make_analysis
+
+from nvperf_bridge.reports import figures
+from nvperf_bridge.reports.figures import (
+    accuracy_figure,
+    figure_bytes,
+    report_figures,
+    transit_curves_for,
+    transit_report_figure,
+)
+
+DEMO = Path(__file__).resolve().parent / "fixtures" / "reports" / "demo_gtx280.yaml"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def demo():
+    from nvperf_bridge.analysis import analyze_files
+
+    return analyze_files([DEMO], model_ids=["transit", "roofline"])
+
+
+def test_accuracy_figure_axes_units_and_identity_line() -> None:
+    fig = accuracy_figure(make_analysis())
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert ax.get_xlabel() == "Measured kernel time (µs)"
+    assert ax.get_ylabel() == "Predicted kernel time (µs)"
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(label.startswith("alpha  (MAPE 20.0%, n=6)") for label in labels)
+    assert "predicted = measured" in labels
+    line = next(l for l in ax.get_lines() if l.get_label() == "predicted = measured")
+    xs, ys = line.get_data()
+    assert np.allclose(xs, ys)
+    scatter = ax.collections[0].get_offsets()
+    assert len(scatter) == 6, "alpha: every kernel with both times"
+    assert figure_bytes(fig)[:8] == PNG_MAGIC
+
+
+def test_accuracy_figure_thins_huge_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(figures, "MAX_SCATTER_POINTS", 10)
+    fig = accuracy_figure(make_analysis(count=50))
+    ax = fig.axes[0]
+    assert len(ax.collections[0].get_offsets()) == 10
+    assert "10 kernels per model drawn" in ax.get_title()
+
+
+def test_transit_curves_come_from_the_model_and_match_its_equilibrium(demo) -> None:
+    run = demo.runs["transit"]
+    index = run.result.index[run.result["error"] == ""][0]
+    curves = transit_curves_for(demo, index)
+    assert curves is not None
+    row = run.result.loc[index]
+    assert curves.n == pytest.approx(float(row["n"]))
+    assert curves.k_eq == pytest.approx(float(row["k"]), rel=1e-6)
+    assert curves.throughput_eq == pytest.approx(float(row["MS_GBps"]), rel=1e-6)
+    # f(k) and g(n - k) meet at the equilibrium point
+    f_at = np.interp(curves.k_eq, curves.k, curves.f)
+    g_at = np.interp(curves.k_eq, curves.k, curves.g)
+    assert f_at == pytest.approx(curves.throughput_eq, rel=0.02)
+    assert g_at == pytest.approx(curves.throughput_eq, rel=0.02)
+    assert row["state"] in curves.state
+
+
+def test_transit_report_figure_has_one_panel_per_top_kernel(demo) -> None:
+    fig = transit_report_figure(demo, count=3)
+    panels = [ax for ax in fig.axes if ax.get_xlabel().startswith("k: threads in the memory system")]
+    assert len(panels) == 3
+    ax = panels[0]
+    assert ax.get_ylabel() == "throughput (GB/s per SM)"
+    labels = [l.get_label() for l in ax.get_lines()]
+    assert labels[:3] == ["f(k): memory system supply", "g(x), x = n - k: compute demand", "equilibrium f(k) = g(x)"]
+    assert "matrixMul" in ax.get_title(), "the longest kernel comes first"
+
+
+def test_report_figures_without_transit_or_measured_times() -> None:
+    analysis = make_analysis()
+    assert [f.key for f in report_figures(analysis)] == ["measured-vs-predicted"]
+    analysis.kernels["duration_ns"] = float("nan")
+    assert report_figures(analysis) == []

@@ -1,0 +1,113 @@
+"""JSON (versioned machine interface) and CSV (kernel x model rows) reports."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import pytest
+from reports_fakes import LONG_NAME, make_analysis
+
+from nvperf_bridge.reports.csv_report import CSV_COLUMNS, render_csv
+from nvperf_bridge.reports.json_report import SCHEMA_VERSION, render_json
+
+
+def _strict_load(text: str) -> dict:
+    def refuse(name: str) -> float:
+        raise AssertionError(f"non-standard JSON constant {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.fixture
+def document() -> dict:
+    return _strict_load(render_json(make_analysis()))
+
+
+def test_json_top_level_schema(document: dict) -> None:
+    assert document["schema_version"] == SCHEMA_VERSION == 1
+    assert document["tool"] == {"name": "nvperf-bridge", "version": "9.9.9"}
+    assert set(document) >= {"schema_version", "tool", "inputs", "gpu", "kernels", "accuracy", "warnings", "models"}
+    assert document["inputs"] == [{"path": "profile.csv", "format": "ncu-raw", "kernels": 7,
+                                   "device": "NVIDIA GeForce GTX 280", "skipped": ["2 memcpy rows (not kernels)"]}]
+    assert document["gpu"] == {"id": "gtx280", "name": "NVIDIA GeForce GTX 280", "choice": "--gpu gtx280"}
+    assert "model gamma produced no results: needs sm_cycles in every row" in document["warnings"]
+
+
+def test_json_kernels_models_and_details(document: dict) -> None:
+    kernels = document["kernels"]
+    assert [k["kernel_id"] for k in kernels] == [str(i) for i in range(7)]
+    vec = kernels[0]
+    assert vec["kernel"] == "vecAdd" and vec["measured_ns"] == 12_000.0
+    assert set(vec["models"]) == {"alpha", "beta"}, "a model that failed as a whole has no per-kernel entry"
+    alpha = vec["models"]["alpha"]
+    assert alpha["predicted_ns"] == pytest.approx(14_400.0)
+    assert alpha["predicted_cycles"] == pytest.approx(18_720.0)
+    assert alpha["bottleneck"] == "memory-bandwidth" and alpha["error"] == ""
+    assert alpha["details"] == {"MWP": 1.0, "CWP": 2.0, "Mem_L": 420.0}
+    assert kernels[3]["kernel_name"] == LONG_NAME
+
+
+def test_json_nan_is_null(document: dict) -> None:
+    no_time = document["kernels"][4]
+    assert no_time["measured_ns"] is None
+    missing = document["kernels"][1]["models"]["beta"]
+    assert missing["predicted_ns"] is None and missing["error"].startswith("missing inst_executed")
+
+
+def test_json_accuracy_and_failed_model(document: dict) -> None:
+    alpha = document["accuracy"]["alpha"]
+    assert alpha["n"] == 6
+    assert alpha["mape"] == pytest.approx(0.2)
+    assert alpha["mean_accuracy"] == pytest.approx(1 / 1.2)
+    assert document["accuracy"]["beta"]["n"] == 4
+    assert "gamma" not in document["accuracy"]
+    gamma = document["models"]["gamma"]
+    assert gamma["failed"] is True and "sm_cycles" in gamma["failure"]
+    assert document["models"]["alpha"]["constants"]["Mem_LD"] == {
+        "value": 420.0, "source": "Hong & Kim Table 5", "status": "paper"}
+
+
+def test_json_without_measured_times_has_null_accuracy() -> None:
+    analysis = make_analysis()
+    analysis.kernels["duration_ns"] = math.nan
+    document = _strict_load(render_json(analysis))
+    assert document["accuracy"]["alpha"]["n"] == 0
+    assert document["accuracy"]["alpha"]["mape"] is None
+
+
+def _rows(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_csv_columns_and_one_row_per_kernel_and_model() -> None:
+    text = render_csv(make_analysis())
+    header = text.splitlines()[0].split(",")
+    assert tuple(header) == CSV_COLUMNS == (
+        "kernel_id", "kernel", "kernel_name", "measured_ns", "model", "predicted_ns",
+        "predicted_cycles", "error_pct", "bottleneck", "state", "error")
+    rows = _rows(text)
+    assert len(rows) == 7 * 3
+    assert [r["model"] for r in rows[:3]] == ["alpha", "beta", "gamma"]
+    assert [r["kernel_id"] for r in rows[::3]] == [str(i) for i in range(7)]
+
+
+def test_csv_values_errors_and_quoting() -> None:
+    rows = _rows(render_csv(make_analysis()))
+    alpha_vec = rows[0]
+    assert float(alpha_vec["predicted_ns"]) == pytest.approx(14_400.0)
+    assert float(alpha_vec["error_pct"]) == pytest.approx(20.0)
+    beta_vec = rows[1]
+    assert float(beta_vec["error_pct"]) == pytest.approx(-50.0)
+    gamma = rows[2]
+    assert gamma["predicted_ns"] == "" and gamma["error"].startswith("model failed as a whole:")
+    beta_missing = rows[4]
+    assert beta_missing["kernel"].startswith("=HYPERLINK") and beta_missing["predicted_ns"] == ""
+    assert beta_missing["error"].startswith("missing inst_executed")
+    no_time = [r for r in rows if r["kernel_id"] == "4"]
+    assert all(r["measured_ns"] == "" and r["error_pct"] == "" for r in no_time)
+    assert rows[0]["kernel_name"] == "vecAdd(float const*, float const*, float*, int)", "commas survive"
+    assert rows[3]["kernel_name"] == '=HYPERLINK("http://x","click")', "quotes survive"
+    assert rows[6]["kernel_name"] == "a|b`c<d>*e_f(int)"
