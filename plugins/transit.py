@@ -167,7 +167,8 @@ def equilibrium(n: Any, w: Any, R: Any, delta: Any, M: Any, CS_peak: Any, tolera
         X_lin = a * c1 * n / (a + c1 * w)  # both slopes (thread bound)
     X_cs = CS_peak * np.ones_like(X_lin)
     X = np.minimum(np.minimum(X_mem, X_cs), X_lin)
-    r = X * w
+    with np.errstate(invalid="ignore"):  # X = 0 with w = inf (no instructions): NaN, reported by the caller
+        r = X * w
     lin_min = X_lin <= np.minimum(X_mem, X_cs)
     cs_min = ~lin_min & (X_cs <= X_mem)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -330,7 +331,7 @@ class TransitModel:
         details = {
             "n": n, "Z": Z, "k": eq["k"], "x": eq["x"],
             "R_GBps": machine["R"] / 1e9, "delta": machine["delta"], "M": machine["M"],
-            "pi_GBps": g_demand(machine["M"], np.nan_to_num(w, nan=0.0), machine["M"], machine["CS_peak"]) / 1e9,
+            "pi_GBps": g_demand(machine["M"], np.nan_to_num(w, nan=0.0, posinf=np.nan), machine["M"], machine["CS_peak"]) / 1e9,
             "MS_GBps": eq["r"] / 1e9, "CS_Ginst_per_s": eq["X"] / 1e9,
             "PCT_gflops": (flops / seconds / 1e9).where(have_flops & good),
             "precision": np.where(dp, "dp", "sp"), "active_SMs": sms, "n_source": n_source, "Z_source": Z_source,
