@@ -401,6 +401,7 @@ def _write_table(wb: Any, sheet: TableSheet) -> Any:
         template = cells.template(column) if styled else None
         plans.append((column.values, template, cells.quoted()))
     side_rows = len(side)
+    _wrapped_row_heights(ws, columns, header_row + 1)
     for r in range(max(rows, side_rows)):
         row: list[Any] = []
         if r < rows:
@@ -439,6 +440,23 @@ def _write_table(wb: Any, sheet: TableSheet) -> Any:
     _status_formatting(ws, [len(columns) + gap + p for p in sheet.status_columns], header_row + 1,
                        header_row + max(side_rows, 1))
     return ws
+
+
+def _wrapped_row_heights(ws: Any, columns: Sequence[Column], first_row: int) -> None:
+    """Explicit heights for rows whose wrapped text needs several lines (a streamed sheet is not
+    re-measured by every spreadsheet on opening)."""
+    wrapped = [c for c in columns if c.wrap]
+    if not wrapped:
+        return
+    for r in range(len(wrapped[0].values)):
+        lines = 1
+        for column in wrapped:
+            value = column.values[r]
+            if value is not None:
+                per_line = max(8, int(column.width * 1.1))
+                lines = max(lines, sum(-(-max(1, len(part)) // per_line) for part in str(value).split("\n")))
+        if lines > 1:
+            ws.row_dimensions[first_row + r].height = 15.0 * lines + 2
 
 
 def _side_value(cells: _Cells, value: Any) -> Any:
@@ -823,7 +841,7 @@ def _notes_sheet(analysis: Analysis, large: bool) -> TableSheet:
         add("Warnings", "warning", warning)
     if not analysis.warnings:
         add("Warnings", "warning", "none")
-    detail_texts = [safe_text(d) if isinstance(d, str) else d for d in details]
+    detail_texts = [safe_text(d if isinstance(d, str) else f"{d:,}") for d in details]
     columns = [
         Column("Section", text_values(sections), width=12.0),
         Column("Item", text_values(items), width=24.0),

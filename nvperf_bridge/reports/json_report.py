@@ -103,7 +103,8 @@ def build_document(analysis: Analysis) -> dict[str, Any]:
         },
         "kernels": records,
         "accuracy": {
-            str(mid): {key: python_value(value) for key, value in row.items()}
+            str(mid): {key: (int(value) if key == "n" and python_value(value) is not None else python_value(value))
+                       for key, value in row.items()}
             for mid, row in accuracy.to_dict(orient="index").items()
         },
         "warnings": list(analysis.warnings),
