@@ -141,3 +141,29 @@ def test_constant_option_restricts_the_fit(inputs: tuple[Path, Path], tmp_path: 
     code, _, stderr = run(calibrate_args(data, base, out, "--model", "fake-linear", "--force",
                                          "--constant", "issue_cycles"), capsys)
     assert code == 2 and "must be MODEL:NAME" in stderr
+
+
+def test_shipped_calibrated_profile_loads_and_never_steals_auto_matching() -> None:
+    from nvperf_bridge.gpu import load_profiles, match_device
+
+    profiles = load_profiles()
+    shipped = profiles["gtx-1080-ti-calibrated"]
+    assert shipped.is_calibrated and shipped.match == []
+    assert match_device("GeForce GTX 1080 Ti (0)", profiles).id == "gtx-1080-ti"
+    block = shipped.raw["calibration"]
+    assert block["base_profile"] == "gtx-1080-ti" and len(block["data"]) == 10
+    for model_id, entry in block["models"].items():
+        for name in entry["fitted"]:
+            constant = shipped.constant(model_id, name)
+            assert constant is not None and constant.status == "calibrated", (model_id, name)
+
+
+def test_shipped_calibrated_profile_names_the_corpus_files_by_hash(realdata_dir: Path) -> None:
+    from nvperf_bridge.calibration import file_sha256
+    from nvperf_bridge.gpu import load_profiles
+
+    block = load_profiles()["gtx-1080-ti-calibrated"].raw["calibration"]
+    for entry in block["data"]:
+        path = realdata_dir / "magus" / entry["file"]
+        assert path.is_file(), entry["file"]
+        assert file_sha256(path) == entry["sha256"], entry["file"]
