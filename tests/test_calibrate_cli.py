@@ -78,7 +78,8 @@ def test_calibrate_refuses_to_overwrite_without_force(
 
 @pytest.mark.parametrize(
     ("extra", "message"),
-    [(["--model", "no-such-model"], "unknown model 'no-such-model'"), (["--loss", "l3"], "--loss 'l3'")],
+    [(["--model", "no-such-model"], "unknown model 'no-such-model'"), (["--loss", "l3"], "--loss 'l3'"),
+     (["-o", "My_GPU.yaml"], "must be a lowercase-kebab profile id"), (["-o", "x.csv"], "must be a .yaml file")],
 )
 def test_calibrate_usage_errors_exit_2(
     inputs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
@@ -86,7 +87,7 @@ def test_calibrate_usage_errors_exit_2(
     data, base = inputs
     code, _, stderr = run(calibrate_args(data, base, tmp_path / "x-calibrated.yaml", *extra), capsys)
     assert code == 2 and message in stderr
-    assert not (tmp_path / "x-calibrated.yaml").exists()
+    assert not (tmp_path / "x-calibrated.yaml").exists() and not Path("My_GPU.yaml").exists()
 
 
 def test_calibrate_without_measured_durations_is_an_input_error(

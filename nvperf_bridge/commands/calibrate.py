@@ -41,6 +41,11 @@ def calibrate_command(
         raise UsageError(f"--loss {loss!r} is not one of linear, soft_l1, huber, cauchy")
     if output.suffix not in (".yaml", ".yml"):
         raise UsageError(f"the output {str(output)!r} must be a .yaml file (a GPU profile)")
+    import re
+
+    if not re.match(r"^[a-z0-9]+(?:-[a-z0-9]+)*$", output.stem):  # the profile id is the file stem
+        raise UsageError(f"the output file name {output.name!r} must be a lowercase-kebab profile id plus .yaml",
+                         hint="for example -o profiles/gtx-1080-ti-calibrated.yaml")
     if output.exists() and not force:  # checked first: the fit can take a while
         raise OutputError("already exists", path=output, hint="pass --force to overwrite it")
     imported = read_profiles(list(files))
