@@ -41,8 +41,9 @@ def write_inputs(folder: Path, groups: int = 8, seed: int = 1) -> tuple[Path, Pa
     profile_path.write_text(yaml.safe_dump(profile, sort_keys=False))
     gpu = profile_from_mapping(profile, str(profile_path))
     rng = np.random.default_rng(seed)
-    from nvperf_bridge.calibration import with_constants
     import pandas as pd
+
+    from nvperf_bridge.calibration import with_constants
 
     frame = pd.DataFrame({
         "kernel_name": [f"kernel_{i}" for i in range(groups)],

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from calibration_data import PLUGIN, plugin_module, write_inputs
+
 from nvperf_bridge import cli
 from nvperf_bridge.analysis import choose_gpu
 from nvperf_bridge.gpu import load_profile_file
@@ -129,7 +129,7 @@ def test_constant_option_restricts_the_fit(inputs: tuple[Path, Path], tmp_path: 
                                            capsys: pytest.CaptureFixture[str]) -> None:
     data, base = inputs
     out = tmp_path / "x-calibrated.yaml"
-    code, stdout, stderr = run(calibrate_args(data, base, out, "--model", "fake-linear", "--folds", "0",
+    code, _, stderr = run(calibrate_args(data, base, out, "--model", "fake-linear", "--folds", "0",
                                               "--constant", "fake-linear:issue_cycles"), capsys)
     assert code == 0, stderr
     block = load_profile_file(out).raw["calibration"]

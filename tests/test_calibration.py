@@ -3,15 +3,17 @@ group-aware cross-validation and the written profile."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings as hyp_settings
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
 from nvperf_bridge.calibration import (
@@ -25,8 +27,18 @@ from nvperf_bridge.calibration import (
     write_profile,
 )
 from nvperf_bridge.errors import InputError, OutputError
-from nvperf_bridge.gpu import SOURCED_FIELDS, GpuProfile, load_profile_file, profile_from_mapping
-from nvperf_bridge.model import ConstantSpec, Requirements, constant_values, empty_result
+from nvperf_bridge.gpu import (
+    SOURCED_FIELDS,
+    GpuProfile,
+    load_profile_file,
+    profile_from_mapping,
+)
+from nvperf_bridge.model import (
+    ConstantSpec,
+    Requirements,
+    constant_values,
+    empty_result,
+)
 
 TRUE = {"issue_cycles": 6.5, "mem_latency_cycles": 420.0, "launch_overhead_ns": 2500.0}
 

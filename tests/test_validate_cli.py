@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from calibration_data import PLUGIN, plugin_module, write_inputs
+
 from nvperf_bridge import cli
 from nvperf_bridge.commands.validate import parse_fraction
 from nvperf_bridge.errors import UsageError

@@ -4,7 +4,7 @@ and write a calibrated GPU profile (with its provenance and cross-validated erro
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -13,17 +13,17 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def calibrate_command(
-    files: List[Path] = typer.Argument(..., help="Profiler CSV files with counters and measured durations."),
+    files: list[Path] = typer.Argument(..., help="Profiler CSV files with counters and measured durations."),
     gpu: str = typer.Option(..., "--gpu", help="Base GPU profile: an id (see 'nvperf-bridge gpus') or a YAML file."),
-    model: Optional[List[str]] = typer.Option(None, "--model", "-m", help="Calibrate only this model (repeatable; default: all)."),
+    model: list[str] | None = typer.Option(None, "--model", "-m", help="Calibrate only this model (repeatable; default: all)."),
     output: Path = typer.Option(..., "--output", "-o", help="Calibrated profile to write, e.g. profiles/my-gpu-calibrated.yaml (its id is the file stem)."),
     folds: int = typer.Option(5, "--folds", help="k of the k-fold cross-validation by kernel group (reduced when there are fewer groups)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the fold split and of the optimiser's random restarts."),
-    constant: Optional[List[str]] = typer.Option(None, "--constant", help="Fit only this constant, as MODEL:NAME (repeatable; e.g. hong-kim:Mem_LD). Models not named keep fitting all their constants."),
+    constant: list[str] | None = typer.Option(None, "--constant", help="Fit only this constant, as MODEL:NAME (repeatable; e.g. hong-kim:Mem_LD). Models not named keep fitting all their constants."),
     loss: str = typer.Option("linear", "--loss", help="least_squares loss on the log residuals: linear (plain least squares) or soft_l1 (damps kernels a model is far off on)."),
     force: bool = typer.Option(False, "--force", help="Overwrite the output file if it exists."),
-    plugin: Optional[List[str]] = typer.Option(None, "--plugin", help="Also load a model plugin from this .py file."),
-    profile_dir: Optional[List[Path]] = typer.Option(None, "--profile-dir", help="Also look for GPU profiles in this folder."),
+    plugin: list[str] | None = typer.Option(None, "--plugin", help="Also load a model plugin from this .py file."),
+    profile_dir: list[Path] | None = typer.Option(None, "--profile-dir", help="Also look for GPU profiles in this folder."),
 ) -> None:
     """Fit each model's machine constants (inside their physical bounds) to the measured
     durations, cross-validate by kernel group, and write a calibrated GPU profile.
@@ -31,7 +31,12 @@ def calibrate_command(
     The report (Markdown) goes to stdout; use the profile with --gpu PATH."""
     from nvperf_bridge import __version__
     from nvperf_bridge.analysis import choose_gpu
-    from nvperf_bridge.calibration import CalibrationSettings, calibrate, calibrated_profile_mapping, write_profile
+    from nvperf_bridge.calibration import (
+        CalibrationSettings,
+        calibrate,
+        calibrated_profile_mapping,
+        write_profile,
+    )
     from nvperf_bridge.errors import OutputError, UsageError
     from nvperf_bridge.gpu import profile_from_mapping
     from nvperf_bridge.importers import read_profiles
@@ -123,23 +128,25 @@ def _pct(value: Any) -> str:
         number = float(value)
     except (TypeError, ValueError):
         return "-"
-    return "-" if number != number else f"{100 * number:.1f}%"
+    import math
+
+    return "-" if math.isnan(number) else f"{100 * number:.1f}%"
 
 
-def render_report(result: "CalibrationResult", command: str = "") -> str:
+def render_report(result: CalibrationResult, command: str = "") -> str:
     """The calibration report as Markdown: the before/after held-out table, then per model
     what was fitted and what could not be, with the reasons."""
     lines = [f"## Calibration of `{result.base.id}` on {result.kernels} kernel row(s) in {result.groups} kernel group(s)", ""]
     if command:
         lines += ["Regenerate with:", "", "```sh", command, "```", ""]
     lines += [
-        "Errors are over the kernels with a measured time. *Before*: the base profile's constants. *Held-out*: each "
-        "kernel predicted by constants fitted without its kernel group (k-fold by kernel group). *In-fold*: the same "
-        "fits on their own training kernels. APE = |predicted - measured| / measured; accuracy = min/max of the two.",
+        ("Errors are over the kernels with a measured time. *Before*: the base profile's constants. *Held-out*: each "
+         "kernel predicted by constants fitted without its kernel group (k-fold by kernel group). *In-fold*: the same "
+         "fits on their own training kernels. APE = |predicted - measured| / measured; accuracy = min/max of the two."),
         "",
-        "| model | kernels (groups) | CV folds | constants fitted | MAPE before | MAPE held-out | median APE before | "
-        "median APE held-out | GM abs error before | GM abs error held-out | mean accuracy before | "
-        "mean accuracy held-out | MAPE in-fold |",
+        ("| model | kernels (groups) | CV folds | constants fitted | MAPE before | MAPE held-out | median APE before | "
+         "median APE held-out | GM abs error before | GM abs error held-out | mean accuracy before | "
+         "mean accuracy held-out | MAPE in-fold |"),
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for mid, o in result.models.items():
@@ -161,9 +168,9 @@ def render_report(result: "CalibrationResult", command: str = "") -> str:
         lines += [f"### {mid}", ""]
         if o.cv is not None:
             lines += [f"Cross-validation: {o.cv.note}.", ""]
-        lines += [f"In-sample after the fit on all kernels: MAPE {_pct(o.after.get('mape'))} (before "
-                  f"{_pct(o.before.get('mape'))}), mean accuracy {_pct(o.after.get('mean_accuracy'))} (before "
-                  f"{_pct(o.before.get('mean_accuracy'))}).", ""]
+        lines += [(f"In-sample after the fit on all kernels: MAPE {_pct(o.after.get('mape'))} (before "
+                   f"{_pct(o.before.get('mape'))}), mean accuracy {_pct(o.after.get('mean_accuracy'))} (before "
+                   f"{_pct(o.before.get('mean_accuracy'))})."), ""]
         if o.fitted:
             lines += ["| constant | before | after | unit | bounds | note |", "|---|---|---|---|---|---|"]
             lines += [f"| {c.name} | {c.before:.6g} | {c.after:.6g} | {c.unit} | [{c.bounds[0]:g}, {c.bounds[1]:g}] | "

@@ -4,7 +4,7 @@ as a CI guard (exit 1 when a required model is too far off or predicts nothing).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -17,6 +17,8 @@ def parse_fraction(text: str) -> float:
 
     A bare number above 1 is refused as ambiguous (was "25" meant as 25 %?);
     write thresholds above 100 % with the percent sign ("150%")."""
+    import math
+
     from nvperf_bridge.errors import UsageError
 
     raw = text.strip()
@@ -25,7 +27,7 @@ def parse_fraction(text: str) -> float:
         value = float(raw[:-1] if percent else raw)
     except ValueError:
         raise UsageError(f"--max-mape {text!r} is not a number", hint="write a fraction like 0.25 or a percentage like 25%") from None
-    if value != value or value < 0 or value == float("inf"):
+    if not math.isfinite(value) or value < 0:
         raise UsageError(f"--max-mape {text!r} must be a finite number >= 0")
     if percent:
         return value / 100.0
@@ -36,14 +38,14 @@ def parse_fraction(text: str) -> float:
 
 
 def validate_command(
-    files: List[Path] = typer.Argument(..., help="Profiler CSV files with counters and measured durations."),
-    gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU profile id or YAML file (default: matched from the device name)."),
-    model: Optional[List[str]] = typer.Option(None, "--model", "-m", help="Report only this model (repeatable; default: all)."),
-    max_mape: Optional[str] = typer.Option(None, "--max-mape", help="Largest acceptable MAPE: a fraction (0.25) or a percentage (25%)."),
-    require: Optional[List[str]] = typer.Option(None, "--require", help="Fail (exit 1) when this model exceeds --max-mape or predicts no kernel (repeatable)."),
+    files: list[Path] = typer.Argument(..., help="Profiler CSV files with counters and measured durations."),
+    gpu: str | None = typer.Option(None, "--gpu", help="GPU profile id or YAML file (default: matched from the device name)."),
+    model: list[str] | None = typer.Option(None, "--model", "-m", help="Report only this model (repeatable; default: all)."),
+    max_mape: str | None = typer.Option(None, "--max-mape", help="Largest acceptable MAPE: a fraction (0.25) or a percentage (25%)."),
+    require: list[str] | None = typer.Option(None, "--require", help="Fail (exit 1) when this model exceeds --max-mape or predicts no kernel (repeatable)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
-    plugin: Optional[List[str]] = typer.Option(None, "--plugin", help="Also load a model plugin from this .py file."),
-    profile_dir: Optional[List[Path]] = typer.Option(None, "--profile-dir", help="Also look for GPU profiles in this folder."),
+    plugin: list[str] | None = typer.Option(None, "--plugin", help="Also load a model plugin from this .py file."),
+    profile_dir: list[Path] | None = typer.Option(None, "--profile-dir", help="Also look for GPU profiles in this folder."),
 ) -> None:
     """Print each model's accuracy (per model and per kernel group) against the measured
     durations; exit 1 when a model named with --require exceeds --max-mape or predicts nothing."""
@@ -80,7 +82,7 @@ def validate_command(
         raise typer.Exit(1)
 
 
-def model_rows(analysis: Any, accuracy: "pd.DataFrame", threshold: float | None, required: list[str]) -> list[dict[str, Any]]:
+def model_rows(analysis: Any, accuracy: pd.DataFrame, threshold: float | None, required: list[str]) -> list[dict[str, Any]]:
     """Per model: accuracy statistics and the verdict against the threshold."""
     rows = []
     for mid, run in analysis.runs.items():
@@ -102,7 +104,7 @@ def model_rows(analysis: Any, accuracy: "pd.DataFrame", threshold: float | None,
     return rows
 
 
-def group_table(analysis: Any) -> "pd.DataFrame":
+def group_table(analysis: Any) -> pd.DataFrame:
     """Per kernel group (``kernel`` name): rows, mean measured time, and each model's MAPE."""
     import pandas as pd
 
@@ -127,7 +129,9 @@ def _finite(value: Any) -> float | None:
         number = float(value)
     except (TypeError, ValueError):
         return None
-    return number if number == number and abs(number) != float("inf") else None
+    import math
+
+    return number if math.isfinite(number) else None
 
 
 def _pct(value: Any) -> str:
@@ -135,7 +139,7 @@ def _pct(value: Any) -> str:
     return "-" if number is None else f"{100 * number:.1f}%"
 
 
-def render_markdown(analysis: Any, rows: list[dict[str, Any]], groups: "pd.DataFrame", threshold: float | None) -> str:
+def render_markdown(analysis: Any, rows: list[dict[str, Any]], groups: pd.DataFrame, threshold: float | None) -> str:
     """The accuracy tables as Markdown."""
     calibrated = " (calibrated)" if analysis.gpu.is_calibrated else ""
     lines = [f"## Accuracy on `{analysis.gpu.id}`{calibrated} ({analysis.gpu_choice})", ""]
