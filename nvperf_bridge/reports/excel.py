@@ -67,7 +67,7 @@ from nvperf_bridge.reports.common import (
 LARGE_INPUT = 20_000  # kernels above which the workbook takes its fast path
 LARGE_MODEL_ROWS = 1_000  # kernels per model sheet on the fast path
 CHART_KERNELS = 15  # kernels in the measured-vs-predicted chart
-NAME_WIDTH = 60  # characters of the short kernel name column
+NAME_WIDTH = 50  # characters of the short kernel name column (its width fits them)
 PRINT_PAGE_WIDTH = 220.0  # column-width characters per printed landscape page
 
 FONT = "Calibri"  # openpyxl's default body font; headers and notes use it too
@@ -567,7 +567,7 @@ def _summary_sheet(analysis: Analysis, order: np.ndarray) -> TableSheet:
         _id_column(kernels),
     ]
     names = text_values(display_names(kernels), NAME_WIDTH)
-    columns.append(Column("Kernel", names, width=_text_width("Kernel", names, cap=45, floor=16),
+    columns.append(Column("Kernel", names, width=_text_width("Kernel", names, cap=NAME_WIDTH + 2, floor=16),
                           comment="short name; the full name is in the last column"))
     if "invocations" in kernels.columns and (pd.to_numeric(kernels["invocations"], errors="coerce") > 1).any():
         columns.append(Column("Invocations", number_values(kernels["invocations"]), "number", "#,##0", 11.0))
@@ -660,7 +660,7 @@ def _model_sheet(analysis: Analysis, run: ModelRun, title: str, order: np.ndarra
     columns = [
         Column("#", [int(p) + 1 for p in range(len(shown))], "number", "0", 6.0, "rank by measured time"),
         Column("Kernel ID", text_values(kernel_ids(kernels)), width=10.0, align="center"),
-        Column("Kernel", names, width=_text_width("Kernel", names, cap=45, floor=16)),
+        Column("Kernel", names, width=_text_width("Kernel", names, cap=NAME_WIDTH + 2, floor=16)),
         _time_column("Measured", analysis.measured_ns.iloc[shown]),
         _time_column("Predicted", result["predicted_ns"]),
         _error_column("Error", error_fraction(analysis, run).iloc[shown]),
@@ -746,7 +746,7 @@ def _inputs_sheet(analysis: Analysis, large: bool) -> TableSheet:
             columns.append(Column(header, number_values(values), "number", fmt, max(12.0, min(len(header), 28) + 2.0),
                                   comment, raw=spec is None))
         else:
-            texts = text_values(values, NAME_WIDTH if name == "kernel_name" else None)
+            texts = text_values(values)
             columns.append(Column(header, texts, width=_text_width(header, texts, cap=50, floor=10),
                                   comment=comment, raw=spec is None))
     notes = [
