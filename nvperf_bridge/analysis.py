@@ -20,11 +20,20 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 
 from nvperf_bridge import __version__
-from nvperf_bridge.accuracy import ACCURACY_COLUMNS, absolute_percentage_error, accuracy_stats
+from nvperf_bridge.accuracy import (
+    ACCURACY_COLUMNS,
+    absolute_percentage_error,
+    accuracy_stats,
+)
 from nvperf_bridge.errors import ModelError, NvperfError, UsageError
 from nvperf_bridge.gpu import GpuProfile, load_profiles, match_device, resolve_profile
 from nvperf_bridge.kernelframe import ImportResult, InputFile
-from nvperf_bridge.model import BOTTLENECKS, ResolvedConstant, resolve_constants, validate_result
+from nvperf_bridge.model import (
+    BOTTLENECKS,
+    ResolvedConstant,
+    resolve_constants,
+    validate_result,
+)
 from nvperf_bridge.registry import Registry, load_registry
 
 

@@ -94,7 +94,12 @@ import pandas as pd
 from nvperf_bridge.errors import ModelError
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
-from nvperf_bridge.model import Requirements, column_or_nan, empty_result, missing_inputs
+from nvperf_bridge.model import (
+    Requirements,
+    column_or_nan,
+    empty_result,
+    missing_inputs,
+)
 
 MODEL_ID = "kerr"
 MODEL_VERSION = "1.0.0"
@@ -690,7 +695,7 @@ def _fill(result: pd.DataFrame, rows: pd.Index, data: dict[str, Any], table: pd.
 
     result.loc[rows, "predicted_ns"] = predicted
     result.loc[rows, "bottleneck"] = label.to_numpy()
-    state = pd.Series(f"cluster ", index=rows, dtype="object") + pd.Series(core["labels"] + 1, index=rows).astype(str) + f"/{k}; "
+    state = pd.Series("cluster ", index=rows, dtype="object") + pd.Series(core["labels"] + 1, index=rows).astype(str) + f"/{k}; "
     state = state + reason
     state[clipped] = state[clipped] + "; POCS moved the regression into the training range"
     state[outside > 0] = state[outside > 0] + "; " + pd.Series(outside, index=rows)[outside > 0].astype(str) + " feature(s) outside the training range"
