@@ -169,20 +169,20 @@ def test_charts_and_images_are_present(wb) -> None:
 
 def test_large_input_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(excel, "LARGE_INPUT", 10)
-    monkeypatch.setattr(excel, "LARGE_MODEL_ROWS", 5)
+    monkeypatch.setattr(excel, "MODEL_SHEET_ROWS", 5)
     analysis = make_analysis(count=40)
     wb = load_workbook(io.BytesIO(render_workbook(analysis, [])))
     assert wb["Summary"].max_row == 41, "the Summary keeps every kernel"
     alpha = wb["alpha"]
     header_row = next(r for r in range(1, 8) if alpha.cell(r, 1).value == "#")
     assert alpha.max_row == header_row + 5
-    assert any("the 5 longest of 40 kernels" in str(alpha.cell(r, 1).value) for r in range(1, header_row))
+    assert any("The 5 longest of 40 kernels" in str(alpha.cell(r, 1).value) for r in range(1, header_row))
     inputs = wb["Inputs"]
     header_row = next(r for r in range(1, 6) if inputs.cell(r, 1).value == "kernel_id")
     assert inputs.max_row == header_row + 40
     assert inputs.cell(header_row + 1, 8).number_format == "General", "no per-cell formats on big inputs"
     notes = " ".join(str(c.value) for row in wb["Notes"].iter_rows() for c in row)
-    assert "large input" in notes
+    assert "large input" in notes and "list the 5 longest of 40 kernels" in notes
 
 
 def test_model_ids_become_valid_distinct_sheet_names() -> None:

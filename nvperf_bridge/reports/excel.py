@@ -28,11 +28,13 @@ one page wide. Text that a spreadsheet could take for a formula (starting
 with ``= + - @``, tab or CR, or an error literal like ``#N/A``) is stored as
 text with a quote prefix, never as a formula.
 
-Speed: the workbook is streamed (``write_only=True``); numbers are styled by
-reusing one template cell per column, conditional formatting is one rule per
-column range, never per cell. Above ``LARGE_INPUT`` kernels the model sheets
-hold the ``LARGE_MODEL_ROWS`` longest kernels (the JSON and CSV reports hold
-all) and the Inputs sheet is written without per-cell number formats.
+Speed: openpyxl (``write_only=True``) writes each sheet's frame and registers
+one style per column; the data rows are written as plain SpreadsheetML by
+``xlsx_rows`` (openpyxl's per-cell XML would dominate the run time).
+Conditional formatting is one rule per column range, never per cell. Model
+sheets list the ``MODEL_SHEET_ROWS`` longest kernels (the reasons beside them,
+the Summary and the JSON and CSV reports count every kernel); above
+``LARGE_INPUT`` kernels the Inputs sheet has no per-cell number formats.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ import pandas as pd
 from nvperf_bridge.analysis import Analysis, ModelRun
 from nvperf_bridge.columns import CANONICAL_COLUMNS, IDENTITY_COLUMNS
 from nvperf_bridge.model import BOTTLENECKS
+from nvperf_bridge.reports.xlsx_rows import Quoted, RawBlock, RawColumn, inject_rows
 from nvperf_bridge.reports.common import (
     BOTTLENECK_COLORS,
     ERROR_BANDS,
@@ -65,7 +68,7 @@ from nvperf_bridge.reports.common import (
 )
 
 LARGE_INPUT = 20_000  # kernels above which the workbook takes its fast path
-LARGE_MODEL_ROWS = 1_000  # kernels per model sheet on the fast path
+MODEL_SHEET_ROWS = 2_000  # kernels listed per model sheet (the longest); JSON and CSV hold every kernel
 CHART_KERNELS = 15  # kernels in the measured-vs-predicted chart
 NAME_WIDTH = 50  # characters of the short kernel name column (its width fits them)
 PRINT_PAGE_WIDTH = 220.0  # column-width characters per printed landscape page
@@ -90,8 +93,7 @@ _MAX_CELL_TEXT = 32_767
 _SHEET_NAME_BAD = re.compile(r"[\[\]:*?/\\]")
 
 
-class _Quoted(str):
-    """A text value that must be stored as text with a quote prefix (it looks like a formula)."""
+_Quoted = Quoted  # text that looks like a formula: stored as text with a quote prefix
 
 
 @dataclass
@@ -130,22 +132,45 @@ class TableSheet:
 # ---- values -------------------------------------------------------------------------
 
 def text_values(series: pd.Series | Sequence[Any], width: int | None = None) -> list[Any]:
-    """Text column values: cleaned of XML-illegal characters, formula-looking ones marked."""
-    values = pd.Series(series, dtype="object") if not isinstance(series, pd.Series) else series.astype("object")
-    missing = values.isna()
-    text = values.where(~missing, "").astype(str)
-    if text.str.contains(_ILLEGAL, regex=True).any():
-        text = text.str.replace(_ILLEGAL, "\ufffd", regex=True)
-    if width is not None:
-        text = text.map(lambda t: shorten(t, width))
-    text = text.str.slice(0, _MAX_CELL_TEXT)
-    risky = text.str[:1].isin(_FORMULA_START) | text.isin(_ERROR_LITERALS)
-    out = text.tolist()
-    for position in np.flatnonzero(risky.to_numpy()):
-        out[position] = _Quoted(out[position])
-    for position in np.flatnonzero(missing.to_numpy() | (text == "").to_numpy()):
-        out[position] = None
+    """Text column values: cleaned of XML-illegal characters, formula-looking ones marked, missing
+    ones None. Each distinct value is cleaned once (columns repeat labels, states and sources)."""
+    values = series.astype("object") if isinstance(series, pd.Series) else pd.Series(list(series), dtype="object")
+    raw = values.tolist()
+    missing = values.isna().to_numpy()
+    clean: dict[Any, Any] = {}
+    out: list[Any] = []
+    for value, absent in zip(raw, missing):
+        if absent:
+            out.append(None)
+            continue
+        try:
+            done = clean.get(value, _MISSING)
+        except TypeError:  # unhashable (a list in a detail column): clean it each time
+            done = _MISSING
+        if done is _MISSING:
+            done = _clean_text(str(value), width)
+            try:
+                clean[value] = done
+            except TypeError:
+                pass
+        out.append(done)
     return out
+
+
+_MISSING = object()
+
+
+def _clean_text(text: str, width: int | None) -> Any:
+    if _ILLEGAL.search(text):
+        text = _ILLEGAL.sub("\ufffd", text)
+    if width is not None:
+        text = shorten(text, width)
+    text = text[:_MAX_CELL_TEXT]
+    if not text:
+        return None
+    if text[:1] in _FORMULA_START or text in _ERROR_LITERALS:
+        return Quoted(text)
+    return text
 
 
 def number_values(series: pd.Series | Sequence[Any], scale: float = 1.0) -> list[Any]:
@@ -264,7 +289,9 @@ class _Cells:
         return cell
 
     def template(self, column: Column) -> Any:
-        cell = _template_cell(self.ws)
+        from openpyxl.cell import WriteOnlyCell
+
+        cell = WriteOnlyCell(self.ws)
         cell.number_format = column.number_format
         if column.wrap or column.align:
             cell.alignment = self._Alignment(wrap_text=column.wrap or None, vertical="top" if column.wrap else None,
@@ -272,66 +299,11 @@ class _Cells:
         return cell
 
     def quoted(self) -> Any:
-        cell = _template_cell(self.ws)
+        from openpyxl.cell import WriteOnlyCell
+
+        cell = WriteOnlyCell(self.ws)
         cell.quotePrefix = True
         return cell
-
-
-_TEMPLATE_CLASS: Any = None
-
-
-def _template_cell(ws: Any) -> Any:
-    """A write-only cell reused down a column: its style id is looked up once, not per row.
-
-    Styling must be complete before the first row is written (templates are
-    styled right after creation)."""
-    global _TEMPLATE_CLASS
-    if _TEMPLATE_CLASS is None:
-        from openpyxl.cell import Cell
-
-        class TemplateCell(Cell):
-            __slots__ = ("_style_id",)
-
-            @property
-            def style_id(self) -> int:
-                try:
-                    return self._style_id
-                except AttributeError:
-                    self._style_id = Cell.style_id.fget(self)
-                    return self._style_id
-
-        _TEMPLATE_CLASS = TemplateCell
-    return _TEMPLATE_CLASS(ws, row=1, column=1)
-
-
-def _stream_rows_quickly(ws: Any) -> None:
-    """Let the streaming sheet take prepared cells without openpyxl's per-cell exception path.
-
-    openpyxl's ``_values_to_row`` tries to bind every value and falls back on
-    an exception for ready-made cells, then allocates a fresh cell; this
-    version checks the type instead (same output, fewer allocations). Left
-    alone when a future openpyxl changes the hook.
-    """
-    from openpyxl.cell import Cell
-
-    if not callable(getattr(ws, "_values_to_row", None)):
-        return
-    blank = Cell(ws, row=1, column=1)
-
-    def values_to_row(values: Sequence[Any], row_idx: int) -> Any:
-        for col_idx, value in enumerate(values, 1):
-            if value is None:
-                continue
-            if isinstance(value, Cell):
-                cell = value
-            else:
-                blank.value = value
-                cell = blank
-            cell.column = col_idx
-            cell.row = row_idx
-            yield cell
-
-    ws._values_to_row = values_to_row
 
 
 def _set_value(cell: Any, value: Any) -> None:
@@ -356,12 +328,13 @@ def safe_text(value: str) -> Any:
 
 # ---- table writer --------------------------------------------------------------------
 
-def _write_table(wb: Any, sheet: TableSheet) -> Any:
-    """Stream one sheet: note rows, a header row, the data rows, then filters and formatting."""
+def _write_table(wb: Any, sheet: TableSheet) -> tuple[Any, RawBlock]:
+    """One sheet: openpyxl writes the frame (widths, panes, notes, header, filters, formatting) and
+    registers the cell styles; the data rows come back as a ``RawBlock`` that ``xlsx_rows``
+    writes into the saved file (see that module for why)."""
     from openpyxl.utils import get_column_letter
 
     ws = wb.create_sheet(sheet.title)
-    _stream_rows_quickly(ws)
     cells = _Cells(ws)
     columns = sheet.columns
     rows = len(columns[0].values) if columns else 0
@@ -388,44 +361,22 @@ def _write_table(wb: Any, sheet: TableSheet) -> Any:
         first = note_position == 0
         ws.append([cells.cell(note, bold=first, size=12 if first else None,
                               italic=not first, color=None if first else NOTE_COLOR)])
-
-    side = [[_side_value(cells, value) for value in row] for row in sheet.side[1:]]
     header = [cells.header(column) for column in columns]
     if sheet.side:
         header += [None, *(cells.header(Column(str(title), [])) for title in sheet.side[0])]
     ws.append(header)
 
-    plans = []
-    for column in columns:
+    raw_columns = []
+    for position, column in enumerate(columns, start=1):
         styled = (column.kind == "number" and sheet.styled) or column.wrap or column.align
-        template = cells.template(column) if styled else None
-        plans.append((column.values, template, cells.quoted()))
-    side_rows = len(side)
-    _wrapped_row_heights(ws, columns, header_row + 1)
-    for r in range(max(rows, side_rows)):
-        row: list[Any] = []
-        if r < rows:
-            for values, template, quoted in plans:
-                value = values[r]
-                if value is None:
-                    row.append(None)
-                elif type(value) is _Quoted:
-                    quoted._value = str(value)  # already cleaned by text_values; stored as text
-                    quoted.data_type = "s"
-                    row.append(quoted)
-                elif template is not None:
-                    # values come from number_values / text_values: floats, ints or clean text
-                    template._value = value
-                    template.data_type = "s" if isinstance(value, str) else "n"
-                    row.append(template)
-                else:
-                    row.append(value)
-        else:
-            row = [None] * len(columns)
-        if r < side_rows:
-            row.append(None)
-            row.extend(side[r])
-        ws.append(row)
+        style = cells.template(column).style_id if styled else 0  # registers the style in the workbook
+        raw_columns.append(RawColumn(get_column_letter(position), column.values, style))
+    side_rows = [[value if not isinstance(value, str) or type(value) is Quoted else safe_text(value)
+                  for value in row] for row in sheet.side[1:]]
+    block = RawBlock(sheet_path="", first_row=header_row + 1, rows=rows, columns=raw_columns,
+                     quoted_style=cells.quoted().style_id, side_first_column=len(columns) + gap + 1 if gap else 0,
+                     side_rows=side_rows, heights=_wrapped_row_heights(columns))
+    side_count = len(side_rows)
 
     last = get_column_letter(max(1, len(columns)))
     if sheet.print_columns:
@@ -438,16 +389,17 @@ def _write_table(wb: Any, sheet: TableSheet) -> Any:
     if columns and rows:
         _banding(ws, f"A{first_data}:{last}{last_data}")
     _status_formatting(ws, [len(columns) + gap + p for p in sheet.status_columns], header_row + 1,
-                       header_row + max(side_rows, 1))
-    return ws
+                       header_row + max(side_count, 1))
+    return ws, block
 
 
-def _wrapped_row_heights(ws: Any, columns: Sequence[Column], first_row: int) -> None:
-    """Explicit heights for rows whose wrapped text needs several lines (a streamed sheet is not
-    re-measured by every spreadsheet on opening)."""
+def _wrapped_row_heights(columns: Sequence[Column]) -> dict[int, float]:
+    """Row offset -> height for rows whose wrapped text needs several lines (a streamed sheet is
+    not re-measured by every spreadsheet on opening)."""
+    heights: dict[int, float] = {}
     wrapped = [c for c in columns if c.wrap]
     if not wrapped:
-        return
+        return heights
     for r in range(len(wrapped[0].values)):
         lines = 1
         for column in wrapped:
@@ -456,14 +408,8 @@ def _wrapped_row_heights(ws: Any, columns: Sequence[Column], first_row: int) -> 
                 per_line = max(8, int(column.width * 1.1))
                 lines = max(lines, sum(-(-max(1, len(part)) // per_line) for part in str(value).split("\n")))
         if lines > 1:
-            ws.row_dimensions[first_row + r].height = 15.0 * lines + 2
-
-
-def _side_value(cells: _Cells, value: Any) -> Any:
-    """A value of the block right of a table: text that looks like a formula gets its own quoted cell."""
-    if type(value) is _Quoted:
-        return cells.cell(str(value))
-    return value
+            heights[r] = 15.0 * lines + 2
+    return heights
 
 
 def _print_setup(ws: Any, header_row: int | None, total_width: float) -> None:
@@ -633,7 +579,7 @@ def _accuracy_sheet(analysis: Analysis) -> TableSheet:
     return TableSheet("Accuracy", columns, notes=notes, freeze_columns=1, error_columns=(3, 4, 5))
 
 
-def _model_sheet(analysis: Analysis, run: ModelRun, title: str, order: np.ndarray, large: bool) -> TableSheet:
+def _model_sheet(analysis: Analysis, run: ModelRun, title: str, order: np.ndarray) -> TableSheet:
     notes = [f"{run.model_id} {run.version}: {run.paper}".strip()]
     if run.description:
         notes.append(run.description)
@@ -644,7 +590,7 @@ def _model_sheet(analysis: Analysis, run: ModelRun, title: str, order: np.ndarra
         notes.append("Its machine constants are listed to the right.")
         columns = [Column("Kernel", [], width=20.0)]
         return TableSheet(title, columns, notes=notes, side=side, side_widths=side_widths, status_columns=(3,))
-    shown = order if not large else order[:LARGE_MODEL_ROWS]
+    shown = order[:MODEL_SHEET_ROWS]
     result = run.result.iloc[shown]
     kernels = analysis.kernels.iloc[shown]
     details = detail_columns(run)
@@ -654,8 +600,8 @@ def _model_sheet(analysis: Analysis, run: ModelRun, title: str, order: np.ndarra
         f"Machine constants ({constant_status_summary(run)}) and the reasons kernels have no prediction are to "
         "the right of the table.")
     if len(shown) < len(order):
-        notes.append(f"Large input: the {len(shown):,} longest of {len(order):,} kernels are listed here; "
-                     "--format json or csv has every kernel.")
+        notes.append(f"The {len(shown):,} longest of {len(order):,} kernels are listed here (the reasons to the "
+                     "right count every kernel); --format json or csv has every kernel.")
     names = text_values(display_names(kernels), NAME_WIDTH)
     columns = [
         Column("#", [int(p) + 1 for p in range(len(shown))], "number", "0", 6.0, "rank by measured time"),
@@ -815,9 +761,12 @@ def _notes_sheet(analysis: Analysis, large: bool) -> TableSheet:
     add("Report", "tool", f"nvperf-bridge {analysis.tool_version}")
     add("Report", "created (UTC)", analysis.created)
     add("Report", "kernels", len(analysis.kernels))
+    if len(analysis.kernels) > MODEL_SHEET_ROWS:
+        add("Report", "model sheets", f"list the {MODEL_SHEET_ROWS:,} longest of {len(analysis.kernels):,} kernels "
+                                      "(--format json or csv has every kernel)")
     if large:
-        add("Report", "large input", f"more than {LARGE_INPUT:,} kernels: model sheets list the "
-                                     f"{LARGE_MODEL_ROWS:,} longest; the Inputs sheet has no per-cell number formats")
+        add("Report", "large input", f"more than {LARGE_INPUT:,} kernels: the Inputs sheet has no per-cell number "
+                                     "formats")
     add("GPU", "profile", f"{analysis.gpu.name} ({analysis.gpu.id})")
     add("GPU", "how it was chosen", analysis.gpu_choice)
     for number, item in enumerate(analysis.inputs, start=1):
@@ -992,27 +941,30 @@ def render_workbook(analysis: Analysis, figures: Sequence[Any] | None = None,
     wb = Workbook(write_only=True)
     wb.properties.creator = f"nvperf-bridge {analysis.tool_version}"
     wb.properties.title = f"nvperf-bridge review: {analysis.gpu.name}"
+    tables: list[tuple[Any, RawBlock]] = []
     step("Summary")
-    _write_table(wb, _summary_sheet(analysis, order))
-    _write_table(wb, _accuracy_sheet(analysis))
+    tables.append(_write_table(wb, _summary_sheet(analysis, order)))
+    tables.append(_write_table(wb, _accuracy_sheet(analysis)))
     step("charts")
     _charts_sheet(wb, analysis)
     _figures_sheet(wb, list(figures or ()))
     names = _sheet_names(analysis)
     for mid, run in analysis.runs.items():
         step(f"model sheet {mid}")
-        _write_table(wb, _model_sheet(analysis, run, names[mid], order, large))
+        tables.append(_write_table(wb, _model_sheet(analysis, run, names[mid], order)))
     step("Inputs")
     profiles = _profiles_sheet(analysis)
     if profiles is not None:
-        _write_table(wb, profiles)
-    _write_table(wb, _inputs_sheet(analysis, large))
-    _write_table(wb, _gpu_sheet(analysis))
-    _write_table(wb, _notes_sheet(analysis, large))
+        tables.append(_write_table(wb, profiles))
+    tables.append(_write_table(wb, _inputs_sheet(analysis, large)))
+    tables.append(_write_table(wb, _gpu_sheet(analysis)))
+    tables.append(_write_table(wb, _notes_sheet(analysis, large)))
     step("saving")
     buffer = io.BytesIO()
     wb.save(buffer)
-    return buffer.getvalue()
+    for ws, block in tables:
+        block.sheet_path = ws.path.lstrip("/")  # known once saved
+    return inject_rows(buffer.getvalue(), [block for _, block in tables])
 
 
-__all__ = ["LARGE_INPUT", "LARGE_MODEL_ROWS", "render_workbook", "number_format_for", "text_values"]
+__all__ = ["LARGE_INPUT", "MODEL_SHEET_ROWS", "render_workbook", "number_format_for", "text_values"]

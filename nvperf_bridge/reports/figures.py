@@ -313,7 +313,7 @@ def report_figures(analysis: Analysis) -> list[ReportFigure]:
     return figures
 
 
-def _as_report_figure(key: str, caption: str, fig: "Figure", dpi: int = 150) -> ReportFigure:
+def _as_report_figure(key: str, caption: str, fig: "Figure", dpi: int = 110) -> ReportFigure:
     width, height = fig.get_size_inches()
     return ReportFigure(key, caption, figure_bytes(fig, dpi=dpi), int(width * dpi), int(height * dpi))
 
