@@ -93,9 +93,11 @@ def test_missing_profile_dir_is_a_usage_error(tmp_path: Path, capsys: pytest.Cap
     assert "nope" in err
 
 
-def test_gpus_command_module_does_not_import_pandas() -> None:
+def test_gpus_command_module_does_not_import_pandas(tmp_path: Path) -> None:
     code = ("import sys\n"
             "from nvperf_bridge.commands.gpus import profile_rows\n"
             "profile_rows([])\n"
             "sys.exit('pandas' in sys.modules)")
-    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+    # cwd outside the checkout: `python -c` puts the cwd first on sys.path, and the source
+    # tree is not the installed package (plugins/ and profiles/ are mapped into it on install)
+    assert subprocess.run([sys.executable, "-c", code], check=False, cwd=tmp_path).returncode == 0

@@ -289,9 +289,10 @@ def test_gpu_module_uses_safe_load_only_and_no_pandas() -> None:
     assert not imported & {"pandas", "numpy", "matplotlib"}
 
 
-def test_importing_gpu_module_does_not_import_pandas() -> None:
+def test_importing_gpu_module_does_not_import_pandas(tmp_path: Path) -> None:
     code = "import sys, nvperf_bridge.gpu; sys.exit('pandas' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+    # cwd outside the checkout, so the installed package is what gets imported
+    assert subprocess.run([sys.executable, "-c", code], check=False, cwd=tmp_path).returncode == 0
 
 
 def test_profile_fields_schema_is_complete_for_sources() -> None:

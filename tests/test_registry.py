@@ -133,6 +133,7 @@ def test_installed_example_plugin_appears_through_its_entry_point(tmp_path: Path
     env = {"PYTHONPATH": str(target), "PATH": ""}
     listed = subprocess.run(
         [sys.executable, "-m", "nvperf_bridge", "models", "--json"], capture_output=True, text=True, env=env, timeout=120,
+        cwd=tmp_path,  # outside the checkout: `-m` puts the cwd first on sys.path
     )
     assert listed.returncode == 0, listed.stderr
     models = {row["id"]: row for row in json.loads(listed.stdout)["models"]}

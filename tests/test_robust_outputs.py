@@ -210,7 +210,7 @@ def test_signal_between_temp_file_and_rename_keeps_the_previous_file(tmp_path: P
     assert main(["analyze", str(source), "-o", str(out), "-q"]) == 0
     previous = out.read_bytes()
     proc = subprocess.run([sys.executable, "-c", INTERRUPT_IN_WRITE, signame, "analyze", str(source), "-o", str(out),
-                           "--force", "-q"], capture_output=True, text=True, timeout=300, cwd=REPO)
+                           "--force", "-q"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert out.read_bytes() == previous
     if signame == "SIGINT":
         assert proc.returncode == 130 and "Traceback" not in proc.stderr
@@ -231,7 +231,7 @@ def test_signal_at_random_moments_never_leaves_a_partial_file(tmp_path: Path, si
     out.write_bytes(b"previous complete report")  # stands in for an earlier run's workbook
     for delay in (0.5, 1.5, 3.0, 5.0):
         proc = subprocess.Popen([sys.executable, "-m", "nvperf_bridge", "analyze", str(source), "-o", str(out),
-                                 "--force", "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+                                 "--force", "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
         time.sleep(delay)
         proc.send_signal(getattr(signal, signame))
         _, err = proc.communicate(timeout=300)
