@@ -55,9 +55,21 @@ def _sniff(path: Path, text: str):
 
 def read_file(path: str | Path):
     """Read one file with the importer for its layout (a ``Parsed``, before combining)."""
-    from nvperf_bridge.importers.text import read_text
+    from nvperf_bridge.importers.text import read_head, read_text
 
     path = Path(path)
+    head = read_head(path)
+    if head is not None:
+        from nvperf_bridge.importers.sniff import sniff_text
+
+        found = sniff_text(head.text)
+        if found is not None and found.format == "ncu-raw":
+            # the wide raw page is streamed from the file, never held whole in memory
+            from nvperf_bridge.importers.ncu_raw import read_stream
+
+            parsed = read_stream(path, head, found)
+            if parsed is not None:
+                return parsed
     text = read_text(path)
     found = _sniff(path, text)
     module = importlib.import_module(IMPORTERS[found.format])

@@ -212,8 +212,13 @@ def _short_one(name: str) -> str:
 _MAX_TEMPLATE = 64
 
 
-def finish(frame: pd.DataFrame) -> pd.DataFrame:
-    """Canonical dtypes and column order: identity columns, canonical metrics, raw counters."""
+def finish(frame: pd.DataFrame, storage: np.ndarray | None = None) -> pd.DataFrame:
+    """Canonical dtypes and column order: identity columns, canonical metrics, raw counters.
+
+    ``storage`` is the float64 block (one row per column) that a streamed
+    importer read the raw counters into: the raw counters of the result are
+    then that block, compacted in place, instead of a copy of it.
+    """
     columns: dict[str, pd.Series] = {name: frame[name] for name in frame.columns}
     short = short_names(frame["kernel_name"])
     columns["kernel"] = frame["kernel"].combine_first(short) if "kernel" in frame.columns else short
@@ -240,8 +245,47 @@ def finish(frame: pd.DataFrame) -> pd.DataFrame:
     identity = [c for c in IDENTITY_COLUMNS if c in names]
     canonical = [c for c in CANONICAL_COLUMNS if c in names and c not in identity]
     raw = [c for c in names if c not in CANONICAL_COLUMNS]
-    out = pd.DataFrame({c: columns[c] for c in identity + canonical + raw}, index=frame.index)
+    ordered = {c: columns[c] for c in identity + canonical + raw}
+    if storage is not None:
+        return _assemble(ordered, frame.index, storage, set(raw)).reset_index(drop=True)
+    out = pd.DataFrame(ordered, index=frame.index)
     return out.reset_index(drop=True)
+
+
+def _assemble(columns: dict[str, pd.Series], index: pd.Index, storage: np.ndarray, raw: set[str]) -> pd.DataFrame:
+    """The frame of ``columns`` (in that order) with the raw counters kept in ``storage``, never copied.
+
+    Raw float columns that are rows of ``storage``, in increasing row order, are
+    moved down in place to the block's first rows and become one pandas block
+    (a view). Everything else, including any column that shares memory with
+    ``storage`` but is not such a row, is copied first (a few canonical columns).
+    """
+    base = storage.__array_interface__["data"][0]
+    stride, length = storage.strides[0], storage.shape[1]
+    rows: list[int] = []
+    kept: list[str] = []
+    for name, series in columns.items():
+        if name not in raw or series.dtype != np.float64:
+            continue
+        values = series.to_numpy()
+        offset = values.__array_interface__["data"][0] - base
+        if (values.strides == storage.strides[1:] and len(values) == length and 0 <= offset < storage.nbytes
+                and offset % stride == 0 and (not rows or offset // stride > rows[-1])):
+            rows.append(offset // stride)
+            kept.append(name)
+    taken = set(kept)
+    others: dict[str, pd.Series] = {}
+    for name, series in columns.items():
+        if name in taken:
+            continue
+        values = series.to_numpy()
+        others[name] = series.copy() if np.shares_memory(values, storage) else series
+    for k, r in enumerate(rows):
+        if k != r:
+            storage[k] = storage[r]
+    block = pd.DataFrame(storage[:len(rows)].T, columns=kept, index=index, copy=False)
+    rest = pd.DataFrame(others, index=index)
+    return pd.concat([rest, block], axis=1)[list(columns)]
 
 
 # ---- values no profiler prints ---------------------------------------------------
@@ -274,7 +318,7 @@ def check_ranges(kernels: pd.DataFrame, warnings: list[str]) -> pd.DataFrame:
         if not bad.any():
             continue
         if out is kernels:
-            out = kernels.copy()
+            out = kernels.copy(deep=False)  # copy-on-write: the caller's frame is untouched, no data copied
         first = bad.idxmax()
         where = ""
         if "source" in kernels.columns:

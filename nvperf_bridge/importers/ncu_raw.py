@@ -5,6 +5,14 @@ columns). Columns mix numbers, tuples such as ``"(16, 8, 1)"`` and words such
 as ``NVIDIA B200`` or ``CachePreferNone``: numeric columns are converted to
 base units with one multiplication per column; the others stay text. The
 device name comes from ``device__attribute_display_name``.
+
+Large files are streamed (``read_stream``): the table region is fed to
+pandas' C parser in chunks straight from the file, each numeric column is
+converted into one preallocated float64 block (one row per column, the
+final frame's storage: no full-table copy is ever made), and repeated
+strings (kernel names, device names) share one object per distinct value.
+Anything unusual (carriage returns, ragged rows, not UTF-8) is read the
+whole-text way (``read``), which gives the same frame.
 """
 
 from __future__ import annotations
@@ -20,7 +28,16 @@ from nvperf_bridge.errors import InputError
 from nvperf_bridge.importers.base import Parsed
 from nvperf_bridge.importers.canonical import canonicalize, finish
 from nvperf_bridge.importers.sniff import Sniffed
-from nvperf_bridge.importers.text import parse_numbers, read_table, table_at, tuple_product, unparsed
+from nvperf_bridge.importers.text import (
+    Head,
+    NeedsWholeText,
+    TableStream,
+    parse_numbers,
+    read_table,
+    table_at,
+    tuple_product,
+    unparsed,
+)
 from nvperf_bridge.kernelframe import InputFile
 from nvperf_bridge.units import lookup
 
@@ -108,3 +125,206 @@ def _has_units_row(text: str, header_end: int) -> bool:
         return False
     nxt = text[header_end + 1: header_end + 64]
     return nxt.startswith('"",') or nxt.startswith(",")
+
+
+# ---- streamed path ------------------------------------------------------------
+
+CHUNK_ROWS = 20_000
+
+
+def read_stream(path: Path, head: Head, found: Sniffed) -> Parsed | None:
+    """Read an ncu raw page straight from the file, in chunks; None where ``read`` must do it.
+
+    The result is the frame ``read`` builds from the whole text, value for value.
+    """
+    text = head.text
+    header_end = text.find("\n", found.start)
+    units_end = text.find("\n", header_end + 1) if header_end >= 0 else -1
+    if header_end < 0 or units_end < 0:
+        return None  # a header at the very end of the head: the whole-text path
+    header = next(csv.reader(io.StringIO(text[found.start:header_end])), [])
+    names = [h.strip() for h in header]
+    if len(set(names)) != len(names) or not names:
+        return None
+    has_units = _has_units_row(text, header_end)
+    units = next(csv.reader(io.StringIO(text[header_end + 1:units_end])), []) if has_units else None
+    start = head.bom + len(text[:found.start].encode("utf-8"))
+    header_line = text.count("\n", 0, found.start)
+    try:
+        built = _stream_columns(path, start, header, names, has_units)
+    except (NeedsWholeText, UnicodeDecodeError, ValueError, csv.Error, pd.errors.ParserError,
+            pd.errors.ParserWarning, pd.errors.EmptyDataError):
+        return None
+    if built is None:
+        return None
+    columns, storage, n = built
+    text_dtype = pd.Series(["text"]).dtype  # what read_csv gives a column of words (the whole-text path's dtype)
+    if n == 0:
+        return None
+
+    info = InputFile(path=str(path), format=FORMAT, kernels=0)
+    first_line = header_line + (3 if units is not None else 2)
+    unit_of = dict(zip(names, units or [""] * len(names)))
+    if units is None:
+        info.notes.append("no units row after the header: values taken as printed (collect with --print-units base)")
+    kinds: dict[str, str] = {}
+    unknown: set[str] = set()
+    ident: dict[str, np.ndarray] = {}
+    metrics: dict[str, np.ndarray] = {}
+    for name, (kind, values) in columns.items():
+        if kind == "identity":
+            ident[IDENTITY[name]] = values
+        elif kind == "shape":
+            if SHAPE[name] not in columns:
+                metrics[SHAPE[name]] = values
+        elif kind == "text":
+            metrics[name] = pd.Series(values, index=pd.RangeIndex(n), dtype=text_dtype, copy=False)
+        else:
+            unit = (unit_of.get(name) or "").strip()
+            factor = lookup(unit)
+            if factor is None:
+                unknown.add(unit)
+                factor = (1.0, "?")
+            if factor[0] != 1.0:
+                values *= factor[0]  # in place: the row of the storage block
+            metrics[name] = values
+            kinds[name] = factor[1]
+    if unknown:
+        info.notes.append(f"unknown units kept unconverted: {', '.join(sorted(unknown))}")
+    index = pd.RangeIndex(n)
+    data: dict[str, object] = {**ident, **{k: v for k, v in metrics.items() if k not in ident}}
+    for name, values in data.items():
+        if isinstance(values, np.ndarray) and values.dtype == object:  # kept as Python objects, as the whole-text path keeps them
+            data[name] = pd.Series(values, index=index, dtype=object, copy=False)
+    data["source"] = pd.Series(np.full(n, str(path), dtype=object), index=index, dtype=object, copy=False)
+    data["source_row"] = np.arange(first_line, first_line + n)
+    for needed in ("kernel_id", "kernel_name"):
+        blank = pd.isna(data[needed]).to_numpy() if needed in data else np.ones(n, dtype=bool)
+        if blank.any():
+            raise InputError(f"a launch row has no {'ID' if needed == 'kernel_id' else 'Kernel Name'}", path=path,
+                             line=int(data["source_row"][np.flatnonzero(blank)[0]]),
+                             hint="the table may be cut off or edited by hand")
+    if "device__attribute_display_name" not in data and "device_index" in data:
+        data["device"] = data["device_index"]
+    data.pop("device_index", None)
+    frame = pd.DataFrame(data, index=index, copy=False)  # one block per column, no copy
+    frame = finish(canonicalize(frame, kinds, info.notes), storage=storage)
+    info.kernels = len(frame)
+    values = frame["device"].dropna().unique() if "device" in frame.columns else []
+    info.device = ", ".join(map(str, values)) if len(values) else None
+    return Parsed(frame=frame, info=info, per_kernel=False, join="launch", kinds=kinds)
+
+
+def _shared_strings(values: pd.Series) -> np.ndarray:
+    """Object array of the values, one Python object per distinct value (missing stays NaN)."""
+    codes, uniques = pd.factorize(values.astype(object), use_na_sentinel=True)
+    table = np.empty(len(uniques) + 1, dtype=object)
+    table[:-1] = np.asarray(uniques, dtype=object)
+    table[-1] = np.nan
+    return table[codes]
+
+
+def _stream_columns(path: Path, start: int, header: list[str], names: list[str], has_units: bool):
+    """Parse the table in chunks: {name: (kind, array)}, the float storage block and the row count.
+
+    Kinds: "identity" and "text" (object arrays), "shape" (float products of
+    tuples), "number" (a row of the storage block, not yet in base units).
+    """
+    import warnings
+
+    text_cols = [c for c in header if c.strip() in IDENTITY or c.strip() in SHAPE]
+    size = path.stat().st_size
+    numeric = [i for i, name in enumerate(names) if name not in IDENTITY and name not in SHAPE]
+    row_of = {i: r for r, i in enumerate(numeric)}
+    storage: np.ndarray | None = None
+    capacity = 0
+    state: dict[int, str] = {i: "number" for i in numeric}
+    pieces: dict[int, list[np.ndarray]] = {i: [] for i in range(len(names)) if i not in row_of}
+    reread: set[int] = set()
+    n = 0
+    stream = TableStream(path, start)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            reader = pd.read_csv(
+                stream, dtype={c: str for c in text_cols}, keep_default_na=False, na_values=[""], index_col=False,
+                skiprows=[1] if has_units else None, skipinitialspace=False, engine="c", encoding="utf-8",
+                chunksize=CHUNK_ROWS,
+            )
+            with reader:
+                for chunk in reader:
+                    if [str(c).strip() for c in chunk.columns] != names:
+                        return None
+                    m = len(chunk)
+                    if storage is None or n + m > capacity:
+                        # rows expected from the bytes per row so far; grown (copied) only when wrong
+                        done = max(1, stream.tell_bytes())
+                        expected = int((n + m) * size / done * 1.02) + CHUNK_ROWS
+                        capacity = max(expected, n + m, 2 * capacity if storage is not None else 0)
+                        grown = np.empty((len(numeric), capacity))
+                        if storage is not None:
+                            grown[:, :n] = storage[:, :n]
+                        storage = grown
+                    for i, name in enumerate(names):
+                        series = chunk.iloc[:, i]
+                        if i not in row_of:  # identity or shape: text
+                            pieces[i].append(_shared_strings(series))
+                            continue
+                        kind = series.dtype.kind
+                        if state[i] == "text":
+                            if kind in "fiub":
+                                reread.add(i)
+                            else:
+                                pieces[i].append(_shared_strings(series))
+                            continue
+                        if kind in "fiub":
+                            storage[row_of[i], n:n + m] = series.to_numpy(dtype="float64")
+                            continue
+                        numbers = parse_numbers(series)
+                        if unparsed(series, numbers).any():
+                            state[i] = "text"  # words, tuples: the column is kept as text
+                            pieces[i] = [_shared_strings(series)]
+                            if n > 0:
+                                reread.add(i)
+                            continue
+                        storage[row_of[i], n:n + m] = numbers.to_numpy(dtype="float64")
+                    n += m
+    finally:
+        stream.close()
+    if storage is None:
+        return None
+    if reread:
+        # a column that turned out to be text after numeric chunks: its printed strings, read again
+        for i, values in _reread_text(path, start, [header[i] for i in sorted(reread)], has_units, n).items():
+            pieces[sorted(reread)[i]] = [values]
+    columns: dict[str, tuple[str, np.ndarray]] = {}
+    for i, name in enumerate(names):
+        if name in IDENTITY:
+            columns[name] = ("identity", np.concatenate(pieces[i]) if pieces[i] else np.empty(0, dtype=object))
+        elif name in SHAPE:
+            columns[name] = ("shape", _tuple_products(np.concatenate(pieces[i])))
+        elif state[i] == "text":
+            columns[name] = ("text", np.concatenate(pieces[i]))
+        else:
+            columns[name] = ("number", storage[row_of[i], :n])
+    return columns, storage[:, :n], n
+
+
+def _reread_text(path: Path, start: int, header: list[str], has_units: bool, n: int) -> dict[int, np.ndarray]:
+    stream = TableStream(path, start)
+    try:
+        frame = pd.read_csv(stream, usecols=header, dtype=str, keep_default_na=False, na_values=[""],
+                            index_col=False, skiprows=[1] if has_units else None, engine="c", encoding="utf-8")
+    finally:
+        stream.close()
+    if len(frame) != n:
+        raise ValueError("the table changed while it was read")
+    return {k: _shared_strings(frame[name]) for k, name in enumerate(header)}
+
+
+def _tuple_products(values: np.ndarray) -> np.ndarray:
+    """``tuple_product`` of each value, computed once per distinct string."""
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
+    products = tuple_product(pd.Series(np.asarray(uniques, dtype=object), dtype=object)).to_numpy(dtype="float64")
+    out = np.append(products, tuple_product(pd.Series([np.nan], dtype=object)).to_numpy(dtype="float64"))
+    return out[codes]

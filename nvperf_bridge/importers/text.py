@@ -87,6 +87,123 @@ def _reject_binary(path: Path, data: bytes) -> None:
                          hint=f"if it is an Nsight Compute report, {RAW_EXPORT_HINT}")
 
 
+@dataclass(frozen=True)
+class Head:
+    """The first bytes of a file, decoded, for sniffing before the table is streamed."""
+
+    data: bytes
+    text: str  # decoded up to the last complete line
+    bom: int  # bytes of a UTF-8 byte-order mark before ``text``
+
+
+STREAM_HEAD_BYTES = 1 << 22
+
+
+def read_head(path: Path, size: int = STREAM_HEAD_BYTES) -> Head | None:
+    """The first ``size`` bytes of a file, with the same checks as ``read_text``.
+
+    Returns None when the file must be read whole instead (its head is blank but
+    the file goes on, it is not UTF-8, it has carriage returns): ``read_text``
+    then gives the same answer or error as always.
+    """
+    if path.is_dir():
+        raise InputError("is a directory, not a profiler output file", path=path,
+                         hint="pass the CSV files inside it, e.g. DIR/*.csv")
+    if not path.exists():
+        raise InputError("no such file", path=path)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(size)
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", path=path) from None
+    if not data.strip() or b"\r" in data:
+        return None
+    _reject_binary(path, data)
+    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    last = data.rfind(b"\n")
+    if last < 0:
+        return None
+    try:
+        text = data[bom:last + 1].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return Head(data=data, text=text, bom=bom)
+
+
+class NeedsWholeText(Exception):
+    """The streamed path met something only the whole-text path handles (a carriage return)."""
+
+
+_TABLE_END_BYTES = re.compile(rb"\n(?=[ \t]*\n|[ \t]*$|==|[^,\n]*(?:\n|$))")
+
+
+class TableStream(io.RawIOBase):
+    """The bytes of the table whose header line starts at byte ``start``, read lazily.
+
+    The table ends where ``table_at`` says it ends (a blank line, a ``==``
+    line, a line without a comma, or the end of the file); that end is found
+    block by block while pandas reads, so the file is read once and never held
+    whole in memory.
+    """
+
+    BLOCK = 1 << 22
+
+    def __init__(self, path: Path, start: int) -> None:
+        super().__init__()
+        self._fh = open(path, "rb")
+        self._fh.seek(start)
+        self._out = bytearray()
+        self._tail = b""
+        self._done = False
+        self.ended_early = False  # the table ended before the end of the file
+
+    def readable(self) -> bool:
+        return True
+
+    def tell_bytes(self) -> int:
+        """Bytes of the file read so far (an estimate of the parser's progress)."""
+        return self._fh.tell()
+
+    def close(self) -> None:
+        if not self.closed:
+            self._fh.close()
+        super().close()
+
+    def _fill(self) -> None:
+        block = self._fh.read(self.BLOCK)
+        if b"\r" in block:
+            raise NeedsWholeText()
+        buf = self._tail + block
+        if not block:
+            match = _TABLE_END_BYTES.search(buf)
+            end = len(buf) if match is None else match.start() + 1
+            self.ended_early = match is not None
+            self._out += buf[:end]
+            self._tail, self._done = b"", True
+            return
+        last = buf.rfind(b"\n")
+        if last < 0:
+            self._tail = buf
+            return
+        # a match before the last newline sees the whole next line: it is final
+        match = _TABLE_END_BYTES.search(buf)
+        if match is not None and match.start() < last:
+            self._out += buf[:match.start() + 1]
+            self._tail, self._done, self.ended_early = b"", True, True
+            return
+        self._out += buf[:last]
+        self._tail = buf[last:]
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        want = len(b)
+        while len(self._out) < want and not self._done:
+            self._fill()
+        n = min(want, len(self._out))
+        b[:n] = self._out[:n]
+        del self._out[:n]
+        return n
+
+
 # ---- locating the table --------------------------------------------------------
 
 @dataclass(frozen=True)
