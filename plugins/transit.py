@@ -315,13 +315,16 @@ class TransitModel:
         error[zero] = "no instructions issued: nothing to time"
         no_n = (error == "") & ~(n > 0)
         error[no_n] = "no resident threads per SM (n): " + describe_missing(["achieved_occupancy"])
-        bad = (error == "") & ~(np.isfinite(seconds) & (seconds > 0))
+        # checked after the unit conversions: a finite time in seconds can still overflow in ns
+        with np.errstate(over="ignore"):
+            ns, cycles = seconds * 1e9, seconds * gpu.sm_clock_hz
+        bad = (error == "") & ~(np.isfinite(ns) & np.isfinite(cycles) & (seconds > 0))
         error[bad] = "Transit gave no finite positive time for these inputs"
         good = error == ""
 
         bound = pd.Series(eq["bound"], index=kernels.index)
-        result["predicted_ns"] = (seconds * 1e9).where(good)
-        result["predicted_cycles"] = (seconds * gpu.sm_clock_hz).where(good)
+        result["predicted_ns"] = ns.where(good)
+        result["predicted_cycles"] = cycles.where(good)
         result["state"] = bound.where(good, "")
         result["bottleneck"] = bound.map(BOUND_TO_BOTTLENECK).where(good, "unknown")
         result["error"] = error

@@ -71,7 +71,10 @@ def format_time(ns: float | None) -> str:
 
 
 def format_number(value: Any, digits: int = 3) -> str:
-    """A number with ``digits`` significant digits and no exponent for everyday sizes."""
+    """A number with ``digits`` significant digits and no exponent for everyday sizes.
+
+    Missing is ''; an unbounded intermediate quantity (e.g. Hong-Kim's CWP_full
+    with no computation cycles) is shown as the symbol '∞', never as 'inf'."""
     if value is None:
         return ""
     if isinstance(value, (bool, np.bool_)):
@@ -81,7 +84,7 @@ def format_number(value: Any, digits: int = 3) -> str:
     if isinstance(value, (float, np.floating)):
         value = float(value)
         if not math.isfinite(value):
-            return "" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+            return "" if math.isnan(value) else ("∞" if value > 0 else "-∞")
         if value == 0:
             return "0"
         magnitude = abs(value)
