@@ -157,9 +157,13 @@ def check_named_models_loaded(registry: Any, model_ids: list[str]) -> None:
 
     missing = [mid for mid in model_ids if mid not in registry.models]
     if missing and registry.problems:
-        raise ModelError(f"model {missing[0]!r} named with --model is not available: "
+        # A plugin that failed to load registered nothing, so we cannot tell whether the id
+        # is that plugin's model or a typo: say both, with the ids that are installed.
+        installed = ", ".join(sorted(registry.models)) or "none"
+        raise ModelError(f"model {missing[0]!r} named with --model is not installed (installed: {installed}), "
+                         f"and {len(registry.problems)} plugin(s) failed to load: "
                          f"{' '.join(' '.join(str(p).split()) for p in registry.problems)}",
-                         hint="fix or remove the failing plugin")
+                         hint="check the id, or fix or remove the failing plugin")
 
 
 def check_option_models(options: dict[str, dict[str, Any]], registry: Any, model_ids: list[str]) -> None:
