@@ -25,9 +25,14 @@ The method, step by step (paper section in brackets)
    variance). Each rotated component is signed so its largest loading is positive.
 4. Cluster analysis [6.4]: the paper projects kernels onto the components and
    reads clusters off the plots (no algorithm named). Here: k-means on the
-   rotated scores (k-means++ start, fixed seed, best of 5 starts), k in
-   2..``max_clusters`` chosen by the mean silhouette; one cluster below 10
-   kernels. The cluster is reported per kernel; the paper uses clusters for
+   rotated scores (k-means++ start, fixed seed, best of 5 starts, at most 10
+   iterations each), k in 2..``max_clusters`` chosen by the mean silhouette;
+   one cluster below 10 kernels. Sampling (so the fit scales linearly): with
+   more than ``CLUSTER_SAMPLE`` (10,000) kernels the k-means runs on a seeded
+   random sample of that many kernels and every kernel is then assigned to
+   its nearest center; the silhouette is always computed on a seeded sample
+   of at most ``SILHOUETTE_SAMPLE`` (2,000) of the clustered points (it is
+   O(n^2)). Smaller inputs are clustered whole, as before. The cluster is reported per kernel; the paper uses clusters for
    characterisation and only proposes per-cluster regression as future work
    ("akin to regression trees", 6.5), so one regression is fitted, as in 6.5.
 5. Polynomial regression [6.5]: time on the rotated scores, each component
@@ -114,6 +119,8 @@ DEFAULT_FLOOR_FRACTION = 0.01
 DEFAULT_MAX_CLUSTERS = 6
 DEFAULT_SEED = 0
 MIN_KERNELS_FOR_CLUSTERS = 10
+CLUSTER_SAMPLE = 10_000  # k-means runs on a seeded sample of this many kernels (all of them when fewer)
+SILHOUETTE_SAMPLE = 2_000  # the silhouette (O(n^2)) is computed on a seeded sample of this many
 ELASTICITY_MIN = 0.25  # a group must move time at least this much (d log t / d log x)...
 ELASTICITY_RATIO = 2.0  # ...and at least this many times more than any other group
 DEFAULT_COALESCED_SECTORS = 4.0  # 32 threads x 4 bytes / 32-byte sectors on sector GPUs
@@ -185,10 +192,13 @@ def feature_table(kernels: pd.DataFrame, coalesced_sectors: float) -> pd.DataFra
 
 
 def _transform(values: np.ndarray, transforms: list[str]) -> np.ndarray:
-    out = values.astype("float64").copy()
-    logs = np.array([t == "log1p" for t in transforms])
+    out = values.astype("float64", copy=True)
     with np.errstate(invalid="ignore"):
-        out[:, logs] = np.log1p(np.where(out[:, logs] >= 0, out[:, logs], np.nan))
+        for j, transform in enumerate(transforms):  # column by column: no fancy-indexed copies
+            if transform == "log1p":
+                column = out[:, j]
+                column[~(column >= 0)] = np.nan
+                np.log1p(column, out=column)
     return out
 
 
@@ -245,7 +255,12 @@ def varimax(loadings: np.ndarray, max_iter: int = 500, tol: float = 1e-10) -> np
 
 def _silhouette(points: np.ndarray, labels: np.ndarray) -> float:
     """Mean silhouette coefficient (Rousseeuw 1987), vectorised."""
-    d = np.sqrt(((points[:, None, :] - points[None, :, :]) ** 2).sum(axis=2))
+    # squared distances accumulated one component at a time: no (n, n, m) temporary
+    d2 = np.zeros((len(points), len(points)))
+    for j in range(points.shape[1]):
+        diff = points[:, None, j] - points[None, :, j]
+        d2 += diff * diff
+    d = np.sqrt(d2, out=d2)
     clusters = np.unique(labels)
     if len(clusters) < 2:
         return -1.0
@@ -286,13 +301,17 @@ def _clusters(scores: np.ndarray, max_clusters: int, seed: int) -> dict[str, Any
     if n < MIN_KERNELS_FOR_CLUSTERS or max_clusters < 2:
         return {"k": 1, "centers": scores.mean(axis=0, keepdims=True).tolist(), "silhouette": None, "seed": seed}
     rng = np.random.default_rng(seed)
-    sample = rng.choice(n, size=min(n, 2000), replace=False)  # silhouette is O(n^2)
+    sample = rng.choice(n, size=min(n, SILHOUETTE_SAMPLE), replace=False)  # silhouette is O(n^2)
+    points = scores
+    if n > CLUSTER_SAMPLE:  # k-means on a seeded sample; every kernel is assigned to its nearest center after
+        points = scores[np.random.default_rng(seed + 1).choice(n, size=CLUSTER_SAMPLE, replace=False)]
+        sample = np.arange(SILHOUETTE_SAMPLE)  # the clustered sample is in random order already
     best: tuple[float, int, np.ndarray] | None = None
     for k in range(2, min(max_clusters, n // 5) + 1):
-        centers, labels, _ = _kmeans(scores, k, seed)
+        centers, labels, _ = _kmeans(points, k, seed)
         if len(centers) < k:
             continue
-        quality = _silhouette(scores[sample], labels[sample])
+        quality = _silhouette(points[sample], labels[sample])
         if best is None or quality > best[0] + 1e-12:
             best = (quality, k, centers)
     if best is None:
@@ -301,7 +320,15 @@ def _clusters(scores: np.ndarray, max_clusters: int, seed: int) -> dict[str, Any
 
 
 def _assign(scores: np.ndarray, centers: np.ndarray) -> np.ndarray:
-    return ((scores[:, None, :] - centers[None, :, :]) ** 2).sum(axis=2).argmin(axis=1)
+    """Nearest center of each row (squared Euclidean), one center at a time: no (n, k, m) temporary."""
+    best = np.full(len(scores), np.inf)
+    labels = np.zeros(len(scores), dtype=np.intp)
+    for c, center in enumerate(centers):
+        distance = ((scores - center) ** 2).sum(axis=1)
+        closer = distance < best  # strict: ties keep the first center, as argmin does
+        best[closer] = distance[closer]
+        labels[closer] = c
+    return labels
 
 
 # ---- regression and POCS ---------------------------------------------------------
@@ -525,7 +552,8 @@ def _fit_selected(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced:
     candidates: dict[str, tuple[float, dict[str, Any], dict[str, np.ndarray]]] = {}
     for form, settings in FORMS.items():
         data, arrays = _fit_arrays(table, t_ns, gpu_id, coalesced, {**opts, **settings})
-        _, loo_ns, _ = _loo(arrays, data, t_ns)
+        arrays["loo"] = _loo(arrays, data, t_ns)  # kept: the caller's leave-one-out reuses it
+        loo_ns = arrays["loo"][1]
         mape = float(np.nanmean(np.abs(loo_ns - t_ns) / t_ns)) if np.isfinite(loo_ns).any() else float("inf")
         candidates[form] = (mape, data, arrays)
     best = min(candidates, key=lambda f: candidates[f][0])  # ties keep the paper's additive form
@@ -542,6 +570,8 @@ def _loo(arrays: dict[str, np.ndarray], data: dict[str, Any], t_ns: np.ndarray) 
     the fit without row i does not depend on w_i). Returns (raw LOO prediction in ns,
     POCS'd LOO prediction in ns, leverage h_ii); NaN where h_ii = 1 (LOO undefined).
     """
+    if "loo" in arrays:
+        return arrays["loo"]  # computed when the form was chosen (same arrays, same data)
     design, y, fitted, w = arrays["design"], arrays["y"], arrays["fitted"], arrays["row_weight"]
     weighted = design * w[:, None]
     u, s, _ = np.linalg.svd(weighted, full_matrices=False)
@@ -656,7 +686,8 @@ def _bottleneck(data: dict[str, Any], elasticity: np.ndarray, index: pd.Index) -
     return label, sums, reason
 
 
-def predict(kernels: pd.DataFrame, data: Mapping[str, Any], mode: str = "trained model") -> pd.DataFrame:
+def predict(kernels: pd.DataFrame, data: Mapping[str, Any], mode: str = "trained model", *,
+            fill: bool = True) -> pd.DataFrame:
     """Predict every kernel from a fitted dict (errors for kernels missing a feature's counters)."""
     data = _check_model_data(data)
     result = empty_result(kernels)
@@ -668,7 +699,8 @@ def predict(kernels: pd.DataFrame, data: Mapping[str, Any], mode: str = "trained
     bad_values = ~np.isfinite(_transform(values, data["transforms"])).all(axis=1)
     reasons[(reasons == "") & bad_values] = "a counter used as a Kerr feature is negative or not finite"
     ok = (reasons == "").to_numpy()
-    _fill(result, kernels.index[ok], data, table[ok], mode)
+    if fill:
+        _fill(result, kernels.index[ok], data, table[ok], mode)
     result.loc[~ok, "error"] = reasons[~ok]
     return result
 
@@ -678,6 +710,9 @@ def _fill(result: pd.DataFrame, rows: pd.Index, data: dict[str, Any], table: pd.
     """Write predictions and details for ``rows`` (``override_ns``/``bounds``: the LOO values)."""
     if len(rows) == 0:
         return
+    # the rows as a boolean mask (in index order, as ``rows`` is): one lookup instead of one per column
+    at = np.zeros(len(result), dtype=bool)
+    at[result.index.get_indexer(rows)] = True
     core = _predict_core(data, table)
     raw_ns = _from_target(core["y"], data["regression"]["target"]) if override_ns is None else override_ns
     if bounds is None:
@@ -693,22 +728,22 @@ def _fill(result: pd.DataFrame, rows: pd.Index, data: dict[str, Any], table: pd.
     raw = table[data["features"]].to_numpy(dtype="float64")
     outside = ((raw < lo) | (raw > hi)).sum(axis=1)
 
-    result.loc[rows, "predicted_ns"] = predicted
-    result.loc[rows, "bottleneck"] = label.to_numpy()
+    result.loc[at, "predicted_ns"] = predicted
+    result.loc[at, "bottleneck"] = label.to_numpy()
     state = pd.Series("cluster ", index=rows, dtype="object") + pd.Series(core["labels"] + 1, index=rows).astype(str) + f"/{k}; "
     state = state + reason
     state[clipped] = state[clipped] + "; POCS moved the regression into the training range"
     state[outside > 0] = state[outside > 0] + "; " + pd.Series(outside, index=rows)[outside > 0].astype(str) + " feature(s) outside the training range"
-    result.loc[rows, "state"] = state.to_numpy()
-    result.loc[rows, "mode"] = mode
-    result.loc[rows, "cluster"] = core["labels"] + 1
-    result.loc[rows, "regression_ns"] = raw_ns
-    result.loc[rows, "pocs_clipped"] = clipped
-    result.loc[rows, "features_outside_training_range"] = outside
+    result.loc[at, "state"] = state.to_numpy()
+    result.loc[at, "mode"] = mode
+    result.loc[at, "cluster"] = core["labels"] + 1
+    result.loc[at, "regression_ns"] = raw_ns
+    result.loc[at, "pocs_clipped"] = clipped
+    result.loc[at, "features_outside_training_range"] = outside
     for j in range(scores.shape[1]):
-        result.loc[rows, f"RC{j + 1}"] = scores[:, j]
+        result.loc[at, f"RC{j + 1}"] = scores[:, j]
     for group in sums.columns:
-        result.loc[rows, f"elasticity_{group}"] = sums[group].to_numpy()
+        result.loc[at, f"elasticity_{group}"] = sums[group].to_numpy()
 
 
 class KerrModel:
@@ -754,7 +789,8 @@ class KerrModel:
             )
             return result
         # kernels without a time: the model fitted on all timed kernels
-        result = predict(kernels, data, mode="fitted on the input's timed kernels")
+        # (when every kernel is timed, leave-one-out below writes every row: nothing to predict first)
+        result = predict(kernels, data, mode="fitted on the input's timed kernels", fill=not timed.all())
         raw_loo, _, leverage = _loo(arrays, data, t_ns)
         bounds = _loo_bounds(t_ns, opts["sigma"], opts["floor_fraction"])
         rows = kernels.index[timed.to_numpy()]
