@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge.columns import CANONICAL_COLUMNS, IDENTITY_COLUMNS
+from nvperf_bridge.importers.base import Parsed
+from nvperf_bridge.kernelframe import InputFile
 
 
 @dataclass(frozen=True)
@@ -331,3 +333,14 @@ def check_ranges(kernels: pd.DataFrame, warnings: list[str]) -> pd.DataFrame:
                         f"{f' (and {count - 1} more kernels)' if count > 1 else ''}; treated as missing")
         out[name] = values.mask(bad)
     return out
+
+
+def to_parsed(frame: pd.DataFrame, kinds: dict[str, str], info: InputFile, *, per_kernel: bool, join: str,
+              storage: np.ndarray | None = None) -> Parsed:
+    """The last step of every CSV importer: canonical columns, final shape, and what the
+    file contributed (kernel rows, device names) recorded in ``info``."""
+    frame = finish(canonicalize(frame, kinds, info.notes), storage=storage)
+    info.kernels = len(frame)
+    devices = frame["device"].dropna().unique() if "device" in frame.columns else []
+    info.device = ", ".join(map(str, devices)) if len(devices) else None
+    return Parsed(frame=frame, info=info, per_kernel=per_kernel, join=join, kinds=kinds)

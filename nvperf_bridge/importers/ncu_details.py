@@ -20,9 +20,16 @@ import pandas as pd
 
 from nvperf_bridge.errors import InputError
 from nvperf_bridge.importers.base import Parsed
-from nvperf_bridge.importers.canonical import canonicalize, finish
+from nvperf_bridge.importers.canonical import to_parsed
 from nvperf_bridge.importers.sniff import Sniffed
-from nvperf_bridge.importers.text import gpu_name_in, parse_numbers, read_table, table_at, tuple_product, unparsed
+from nvperf_bridge.importers.text import (
+    gpu_name_in,
+    parse_numbers,
+    read_table,
+    table_at,
+    tuple_product,
+    unparsed,
+)
 from nvperf_bridge.kernelframe import InputFile
 from nvperf_bridge.units import convert
 
@@ -138,14 +145,4 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
         info.notes.append(
             f"device name {device_name!r} taken from the application's output before the table (the table has {given})"
         )
-    frame = finish(canonicalize(frame, kinds, info.notes))
-    info.kernels = len(frame)
-    info.device = _single(frame, "device")
-    return Parsed(frame=frame, info=info, per_kernel=False, join="launch", kinds=kinds)
-
-
-def _single(frame: pd.DataFrame, column: str) -> str | None:
-    if column not in frame.columns:
-        return None
-    values = frame[column].dropna().unique()
-    return str(values[0]) if len(values) == 1 else (", ".join(map(str, values)) if len(values) else None)
+    return to_parsed(frame, kinds, info, per_kernel=False, join="launch")

@@ -26,7 +26,7 @@ import pandas as pd
 
 from nvperf_bridge.errors import InputError
 from nvperf_bridge.importers.base import Parsed
-from nvperf_bridge.importers.canonical import canonicalize, finish
+from nvperf_bridge.importers.canonical import to_parsed
 from nvperf_bridge.importers.sniff import Sniffed
 from nvperf_bridge.importers.text import (
     Head,
@@ -112,11 +112,7 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
     if "device__attribute_display_name" not in frame.columns and "device_index" in frame.columns:
         frame["device"] = frame["device_index"]
     frame = frame.drop(columns=["device_index"], errors="ignore")
-    frame = finish(canonicalize(frame, kinds, info.notes))
-    info.kernels = len(frame)
-    values = frame["device"].dropna().unique() if "device" in frame.columns else []
-    info.device = ", ".join(map(str, values)) if len(values) else None
-    return Parsed(frame=frame, info=info, per_kernel=False, join="launch", kinds=kinds)
+    return to_parsed(frame, kinds, info, per_kernel=False, join="launch")
 
 
 def _has_units_row(text: str, header_end: int) -> bool:
@@ -208,11 +204,7 @@ def read_stream(path: Path, head: Head, found: Sniffed) -> Parsed | None:
         data["device"] = data["device_index"]
     data.pop("device_index", None)
     frame = pd.DataFrame(data, index=index, copy=False)  # one block per column, no copy
-    frame = finish(canonicalize(frame, kinds, info.notes), storage=storage)
-    info.kernels = len(frame)
-    values = frame["device"].dropna().unique() if "device" in frame.columns else []
-    info.device = ", ".join(map(str, values)) if len(values) else None
-    return Parsed(frame=frame, info=info, per_kernel=False, join="launch", kinds=kinds)
+    return to_parsed(frame, kinds, info, per_kernel=False, join="launch", storage=storage)
 
 
 def _shared_strings(values: pd.Series) -> np.ndarray:

@@ -16,10 +16,16 @@ import pandas as pd
 
 from nvperf_bridge.errors import InputError
 from nvperf_bridge.importers.base import Parsed
-from nvperf_bridge.importers.canonical import canonicalize, finish
+from nvperf_bridge.importers.canonical import to_parsed
 from nvperf_bridge.importers.sniff import Sniffed
 from nvperf_bridge.importers.text import (
-    parse_numbers, read_table, split_value_unit, strip_device_index, table_at, trailing_note, unparsed,
+    parse_numbers,
+    read_table,
+    split_value_unit,
+    strip_device_index,
+    table_at,
+    trailing_note,
+    unparsed,
 )
 from nvperf_bridge.kernelframe import InputFile
 from nvperf_bridge.units import convert
@@ -73,8 +79,4 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
     })
     ident["kernel_id"] = ident["kernel_name"]
     frame = pd.concat([ident, wide.drop(columns=[c for c in wide.columns if c in ident.columns])], axis=1)
-    frame = finish(canonicalize(frame, kinds, info.notes))
-    info.kernels = len(frame)
-    values_dev = frame["device"].dropna().unique()
-    info.device = ", ".join(map(str, values_dev)) if len(values_dev) else None
-    return Parsed(frame=frame, info=info, per_kernel=True, join="name", kinds=kinds)
+    return to_parsed(frame, kinds, info, per_kernel=True, join="name")

@@ -23,10 +23,15 @@ import pandas as pd
 
 from nvperf_bridge.errors import InputError
 from nvperf_bridge.importers.base import Parsed, count_reasons
-from nvperf_bridge.importers.canonical import canonicalize, finish
+from nvperf_bridge.importers.canonical import to_parsed
 from nvperf_bridge.importers.sniff import Sniffed
 from nvperf_bridge.importers.text import (
-    parse_numbers, read_table, strip_device_index, table_at, trailing_note, unparsed,
+    parse_numbers,
+    read_table,
+    strip_device_index,
+    table_at,
+    trailing_note,
+    unparsed,
 )
 from nvperf_bridge.kernelframe import InputFile
 from nvperf_bridge.units import lookup
@@ -119,11 +124,7 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
         if device is not None and "device" not in frame.columns:
             frame["device"] = device.group(1)
             info.notes.append(f"device name {device.group(1)!r} taken from the Unified Memory table after the summary")
-    frame = finish(canonicalize(frame, kinds, info.notes))
-    info.kernels = len(frame)
-    values = frame["device"].dropna().unique() if "device" in frame.columns else []
-    info.device = ", ".join(map(str, values)) if len(values) else None
-    return Parsed(frame=frame, info=info, per_kernel=per_kernel, join="name", kinds=kinds)
+    return to_parsed(frame, kinds, info, per_kernel=per_kernel, join="name")
 
 
 def _has_units_row(text: str, start: int) -> bool:

@@ -30,6 +30,15 @@ _ZIP = b"PK\x03\x04"
 RAW_EXPORT_HINT = "export it with `ncu -i FILE --csv --page raw --print-units base > FILE.csv`"
 
 
+def _require_file(path: Path) -> None:
+    """A directory or a missing path gets its own message before anything is read."""
+    if path.is_dir():
+        raise InputError("is a directory, not a profiler output file", path=path,
+                         hint="pass the CSV files inside it, e.g. DIR/*.csv")
+    if not path.exists():
+        raise InputError("no such file", path=path)
+
+
 def read_text(path: Path) -> str:
     """The file's text, or an InputError that says what the file is instead.
 
@@ -37,11 +46,7 @@ def read_text(path: Path) -> str:
     Compute ``.ncu-rep`` report, an nvprof/nsys database, an image) each get
     their own message with the command that turns them into CSV.
     """
-    if path.is_dir():
-        raise InputError("is a directory, not a profiler output file", path=path,
-                         hint="pass the CSV files inside it, e.g. DIR/*.csv")
-    if not path.exists():
-        raise InputError("no such file", path=path)
+    _require_file(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -106,11 +111,7 @@ def read_head(path: Path, size: int = STREAM_HEAD_BYTES) -> Head | None:
     the file goes on, it is not UTF-8, it has carriage returns): ``read_text``
     then gives the same answer or error as always.
     """
-    if path.is_dir():
-        raise InputError("is a directory, not a profiler output file", path=path,
-                         hint="pass the CSV files inside it, e.g. DIR/*.csv")
-    if not path.exists():
-        raise InputError("no such file", path=path)
+    _require_file(path)
     try:
         with open(path, "rb") as fh:
             data = fh.read(size)
