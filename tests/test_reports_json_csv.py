@@ -111,3 +111,32 @@ def test_csv_values_errors_and_quoting() -> None:
     assert rows[0]["kernel_name"] == "vecAdd(float const*, float const*, float*, int)", "commas survive"
     assert rows[3]["kernel_name"] == '=HYPERLINK("http://x","click")', "quotes survive"
     assert rows[6]["kernel_name"] == "a|b`c<d>*e_f(int)"
+
+
+def test_json_columnwise_writer_gives_the_encoders_text() -> None:
+    """render_json writes kernel lines column by column; the text is the C encoder's for build_document."""
+    import numpy as np
+    import pandas as pd
+
+    from nvperf_bridge.reports.json_report import _render_records, build_document
+
+    analysis = make_analysis()
+    result = analysis.runs["alpha"].result
+    n = len(result)
+    awkward = {
+        "ratio %s 50%": np.array([0.1, -0.0, np.inf, -np.inf, np.nan, 1e16, 1e-7] * n)[:n],
+        "f32": np.arange(n, dtype=np.float32) / 3,
+        "count": np.arange(n, dtype=np.int64) - 3,
+        "flag": np.arange(n) % 2 == 0,
+        "nullable": pd.array([1, None, 3, 4, None, 6, 7][:n] + [0] * max(0, n - 7), dtype="Int64")[:n],
+        "mixed": pd.Series(([True, 1, 1.0, np.int64(2), None, np.nan, "é \"q\" \\ \n"] * n)[:n], dtype=object),
+        "text": pd.Series((["a", "b\tc", "", "µs", "a"] * n)[:n], dtype="str"),
+        "text_na": pd.Series((["a", None, "", "x"] * n)[:n], dtype="str"),
+        "stamp": pd.Series(pd.to_datetime(["2025-01-01"] * n)),
+    }
+    for name, values in awkward.items():
+        result[name] = values.values if isinstance(values, pd.Series) else values
+    result["state"] = pd.Series(([None, "", "s", np.nan, 0] * n)[:n], dtype=object).values
+    text = render_json(analysis)
+    assert text == _render_records(analysis, build_document(analysis)["kernels"])
+    _strict_load(text)

@@ -77,6 +77,11 @@ def build_document(analysis: Analysis) -> dict[str, Any]:
             "measured_ns": measured[position],
             "models": {mid: entries[position] for mid, entries in per_model.items()},
         })
+    return _document(analysis, records)
+
+
+def _document(analysis: Analysis, records: list[Any]) -> dict[str, Any]:
+    """Everything of the document around the kernel records (given)."""
     accuracy = analysis.accuracy()
     return {
         "schema_version": SCHEMA_VERSION,
@@ -143,19 +148,120 @@ def render_json(analysis: Analysis) -> str:
     """The JSON report as text (UTF-8, indented, strict: NaN is written as null).
 
     The document is indented; each kernel record is written compactly on a
-    line of its own by the C encoder (the indenting encoder is pure Python
-    and took most of the time of a large report), which also keeps one
-    kernel per line for grep and diff.
+    line of its own, which also keeps one kernel per line for grep and diff.
+    The records are the text ``json.dumps`` (C encoder, ``", "`` and ``": "``
+    separators) gives for ``build_document``'s records, but written column by
+    column: every value of a column is turned into its JSON text at once
+    (``float.__repr__`` over ``tolist()``, each distinct string encoded
+    once), and one %-template per kernel joins them. No per-kernel dicts are
+    built; anything unusual (a non-text column name) takes the dict path.
     """
-    document = build_document(analysis)
-    kernels = document["kernels"]
-    document["kernels"] = []
-    text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
+    runs = analysis.ok_runs()
+    details = {mid: detail_columns(run) for mid, run in runs.items()}
+    if not _columnar_ok(runs, details):
+        return _render_records(analysis, build_document(analysis)["kernels"])
+    text = json.dumps(_document(analysis, []), indent=2, ensure_ascii=False, allow_nan=False)
+    n = len(analysis.kernels)
+    if not n:
+        return text + "\n"
+    marker = '\n  "kernels": [],'
+    at = text.index(marker)
+    head = text[:at] + '\n  "kernels": [\n'
+    tail = "\n  ]," + text[at + len(marker):] + "\n"
+    template, columns = _record_template(analysis, runs, details)
+    lines: list[str] = []
+    for start in range(0, n, _CHUNK):
+        stop = min(start + _CHUNK, n)
+        texts = [column(start, stop) for column in columns]
+        lines.extend(template % values for values in zip(*texts))
+        del texts
+    lines[0] = head + lines[0]
+    lines[-1] = lines[-1] + tail
+    return ",\n".join(lines)
+
+
+_CHUNK = 20_000
+_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": ")).encode
+_encode_str = json.encoder.encode_basestring  # what the encoder above uses for str (ensure_ascii=False)
+
+
+def _render_records(analysis: Analysis, kernels: list[dict[str, Any]]) -> str:
+    """The report from ready kernel records (the general path)."""
+    text = json.dumps(_document(analysis, []), indent=2, ensure_ascii=False, allow_nan=False)
     if kernels:
-        encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": ")).encode
-        body = ",\n".join("    " + encode(record) for record in kernels)
+        body = ",\n".join("    " + _encode(record) for record in kernels)
         text = text.replace('\n  "kernels": [],', '\n  "kernels": [\n' + body + '\n  ],', 1)
     return text + "\n"
+
+
+def _columnar_ok(runs: dict[str, Any], details: dict[str, list[str]]) -> bool:
+    """Whether the column-wise writer gives the same text: text keys, unique result columns."""
+    for mid, run in runs.items():
+        if type(mid) is not str or not run.result.columns.is_unique:
+            return False
+        if any(type(name) is not str for name in details[mid]):
+            return False
+    return True
+
+
+def _record_template(analysis: Analysis, runs: dict[str, Any], details: dict[str, list[str]]) -> tuple[str, list[Any]]:
+    """The %-template of one kernel line and, per placeholder, a function (start, stop) -> JSON texts."""
+    kernels = analysis.kernels
+
+    def key(name: str) -> str:
+        return _encode_str(name).replace("%", "%%") + ": "
+
+    def texts_of(values: Any, or_empty: bool = False) -> Any:
+        array = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
+        return lambda start, stop: json_texts(array[start:stop], or_empty)
+
+    parts = ["    {" + key("kernel_id") + "%s, " + key("kernel") + "%s, " + key("kernel_name") + "%s, "
+             + key("measured_ns") + "%s, " + key("models") + "{"]
+    columns = [texts_of(kernel_ids(kernels)), texts_of(display_names(kernels)), texts_of(full_names(kernels)),
+               texts_of(analysis.measured_ns)]
+    model_parts = []
+    for mid, run in runs.items():
+        result = run.result
+        fields = [key(name) + "%s" for name in RESULT_COLUMNS]
+        columns += [texts_of(result[name], or_empty=name in ("state", "error")) for name in RESULT_COLUMNS]
+        detail = [key(name) + "%s" for name in details[mid]]
+        columns += [texts_of(result[name]) for name in details[mid]]
+        model_parts.append(key(mid) + "{" + ", ".join(fields) + ", " + key("details") + "{" + ", ".join(detail) + "}}")
+    parts.append(", ".join(model_parts) + "}}")
+    return "".join(parts), columns
+
+
+def json_texts(array: np.ndarray, or_empty: bool = False) -> list[str]:
+    """The JSON text of each value of a column, as ``plain_values`` and the C encoder would give it.
+
+    ``or_empty``: a false plain value (None, "", 0, False) is written as ``""`` (the ``state`` and
+    ``error`` fields).
+    """
+    kind = array.dtype.kind
+    if not or_empty:
+        if kind == "f":
+            out = list(map(float.__repr__, array.tolist()))
+            for position in np.flatnonzero(~np.isfinite(array)).tolist():
+                out[position] = "null"
+            return out
+        if kind == "b":
+            return ["true" if value else "false" for value in array.tolist()]
+        if kind in "iu":
+            return list(map(int.__repr__, array.tolist()))
+    values = plain_values(array)
+    if or_empty:
+        values = [value or "" for value in values]
+    cache: dict[str, str] = {}
+    out = []
+    for value in values:
+        if type(value) is str:
+            text = cache.get(value)
+            if text is None:
+                text = cache[value] = _encode_str(value)
+        else:
+            text = _encode(value)
+        out.append(text)
+    return out
 
 
 __all__ = ["SCHEMA_VERSION", "build_document", "render_json"]
