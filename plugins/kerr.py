@@ -68,9 +68,16 @@ weights, cluster centers, regression coefficients, POCS bounds, training
 ranges, n, version); ``evaluate`` predicts from it when ``options["model_data"]``
 holds it. Without it, ``evaluate`` runs leave-one-out over the input's own
 kernels that have a measured ``duration_ns`` when there are at least
-``MIN_KERNELS`` (8) of them and at least ``MIN_FEATURES`` (3) usable counters:
-the regression and the POCS bounds are exact leave-one-out (hat-matrix
-residuals e_i / (1 - h_ii); mean and sd without kernel i), while the PCA,
+``MIN_KERNELS`` (8) of them and at least ``MIN_FEATURES`` (3) usable counters.
+What is left out is a kernel *group*: every launch with the same ``kernel``
+name and launch shape (grid and block), so that a launch is never predicted
+from repeated launches of the same workload (a profile of 100 launches of 3
+kernels would otherwise score a few percent for free); launches of a kernel at
+other grid sizes are other workloads. The regression is exact leave-one-group-out: residuals
+(I - H_GG)^-1 e_G, by Woodbury e_G + U_G (I - U_G'U_G)^-1 U_G'e_G with U the
+rank-r left singular vectors of the weighted design, which is e_i / (1 - h_ii)
+when a group is one launch; the POCS bounds are leave-one-out (mean and sd
+without launch i). The PCA,
 rotation and clusters use all kernels' counters (unsupervised, no times:
 transductive, not a leak of the target). Kernels without a measured time are
 predicted by the model fitted on all timed kernels.
@@ -543,8 +550,9 @@ def _fit_arrays(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: f
 
 
 def _fit_selected(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: float,
-                  opts: dict[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """``_fit_arrays`` with the form fixed, or (form auto) both forms, keeping the lower LOO MAPE."""
+                  opts: dict[str, Any], groups: np.ndarray | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``_fit_arrays`` with the form fixed, or (form auto) both forms, keeping the lower
+    leave-one-group-out MAPE (``groups``: one label per row, the kernel name)."""
     if opts["form"] != "auto":
         data, arrays = _fit_arrays(table, t_ns, gpu_id, coalesced, opts)
         data["form"] = opts["form"]
@@ -552,7 +560,7 @@ def _fit_selected(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced:
     candidates: dict[str, tuple[float, dict[str, Any], dict[str, np.ndarray]]] = {}
     for form, settings in FORMS.items():
         data, arrays = _fit_arrays(table, t_ns, gpu_id, coalesced, {**opts, **settings})
-        arrays["loo"] = _loo(arrays, data, t_ns)  # kept: the caller's leave-one-out reuses it
+        arrays["loo"] = _loo(arrays, data, t_ns, groups)  # kept: the caller's leave-one-out reuses it
         loo_ns = arrays["loo"][1]
         mape = float(np.nanmean(np.abs(loo_ns - t_ns) / t_ns)) if np.isfinite(loo_ns).any() else float("inf")
         candidates[form] = (mape, data, arrays)
@@ -563,45 +571,107 @@ def _fit_selected(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced:
     return data, arrays
 
 
-def _loo(arrays: dict[str, np.ndarray], data: dict[str, Any], t_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Exact leave-one-out for the (weighted) regression and the POCS sets.
+def held_out_residuals(u: np.ndarray, e: np.ndarray, groups: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Residual of each row when its whole group is left out of a least-squares fit.
 
-    Regression: the LOO residual is e_i / (1 - h_ii) in the weighted problem (rows scaled by w_i;
-    the fit without row i does not depend on w_i). Returns (raw LOO prediction in ns,
-    POCS'd LOO prediction in ns, leverage h_ii); NaN where h_ii = 1 (LOO undefined).
+    ``u``: the rank-r left singular vectors of the (weighted) design, n x r;
+    ``e``: the full fit's residuals. For group G the held-out residuals are
+    (I - H_GG)^-1 e_G with H_GG = U_G U_G'; by Woodbury that is
+    e_G + U_G (I_r - U_G'U_G)^-1 U_G'e_G, so only an r x r system per group is
+    solved (batched), whatever the group's size. Returns (held-out residuals,
+    row leverage h_ii); NaN where the group alone determines a term
+    (I - U_G'U_G singular). Without ``groups`` every row is its own group:
+    e_i / (1 - h_ii).
+    """
+    leverage = (u ** 2).sum(axis=1)
+    if groups is None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            held = e / (1.0 - leverage)
+        held[leverage > 1.0 - 1e-9] = np.nan
+        return held, leverage
+    _, index = np.unique(groups, return_inverse=True)
+    n_groups, r = int(index.max()) + 1 if len(index) else 0, u.shape[1]
+    gram = np.empty((n_groups, r, r))  # U_G'U_G per group, from r(r+1)/2 bincounts: O(n r^2) time, O(g r^2) memory
+    for a in range(r):
+        for b in range(a, r):
+            gram[:, a, b] = gram[:, b, a] = np.bincount(index, u[:, a] * u[:, b], minlength=n_groups)
+    projected = np.stack([np.bincount(index, u[:, a] * e, minlength=n_groups) for a in range(r)], axis=1)
+    singular = np.linalg.eigvalsh(gram)[:, -1] > 1.0 - 1e-9 if r else np.zeros(n_groups, dtype=bool)
+    system = np.eye(r)[None, :, :] - gram
+    system[singular] = np.eye(r)  # solved harmlessly, then marked NaN below
+    z = np.linalg.solve(system, projected[:, :, None])[:, :, 0]
+    held = e + (u * z[index]).sum(axis=1)
+    held[singular[index]] = np.nan
+    return held, leverage
+
+
+def _loo(arrays: dict[str, np.ndarray], data: dict[str, Any], t_ns: np.ndarray,
+         groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact leave-one-group-out for the (weighted) regression; leave-one-out POCS sets.
+
+    Regression: ``held_out_residuals`` in the weighted problem (rows scaled by w_i;
+    the fit without a row does not depend on its weight), divided back by w_i.
+    Returns (raw held-out prediction in ns, POCS'd held-out prediction in ns,
+    leverage h_ii); NaN where the group alone determines a regression term.
     """
     if "loo" in arrays:
-        return arrays["loo"]  # computed when the form was chosen (same arrays, same data)
+        return arrays["loo"]  # computed when the form was chosen (same arrays, same data, same groups)
     design, y, fitted, w = arrays["design"], arrays["y"], arrays["fitted"], arrays["row_weight"]
     weighted = design * w[:, None]
     u, s, _ = np.linalg.svd(weighted, full_matrices=False)
     rank = int((s > s.max() * max(weighted.shape) * np.finfo(float).eps).sum())
-    leverage = (u[:, :rank] ** 2).sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        y_loo = y - (y - fitted) / (1.0 - leverage)
-    y_loo[leverage > 1.0 - 1e-9] = np.nan
+    held, leverage = held_out_residuals(u[:, :rank], (y - fitted) * w, groups)
+    y_loo = y - held / w
     raw_ns = _from_target(y_loo, data["regression"]["target"])
     floor_fraction = data["pocs"]["floor_ns"] / float(t_ns.min())
-    projected = pocs(raw_ns, *_loo_bounds(t_ns, data["pocs"]["sigma"], floor_fraction))
+    projected = pocs(raw_ns, *_loo_bounds(t_ns, data["pocs"]["sigma"], floor_fraction, groups))
     return raw_ns, projected, leverage
 
 
-def _loo_bounds(t_ns: np.ndarray, sigma: float, floor_fraction: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """POCS sets without kernel i: floor from the others' shortest time, C2 from the others' log times."""
+def _loo_bounds(t_ns: np.ndarray, sigma: float, floor_fraction: float,
+                groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """POCS sets without the row's group (every launch of its kernel; each row alone when
+    ``groups`` is None): floor from the others' shortest time, C2 from the others' log times."""
     n = len(t_ns)
+    index = np.arange(n) if groups is None else np.unique(groups, return_inverse=True)[1]
+    n_groups = int(index.max()) + 1
     logs = np.log(t_ns)
     centred = logs - logs.mean()  # centred sums avoid cancellation in the variance
-    mean_wo = logs.mean() - centred / (n - 1)
-    var_wo = ((centred**2).sum() - centred**2 - (n - 1) * (centred / (n - 1)) ** 2) / (n - 2)
+    in_group = np.bincount(index, minlength=n_groups).astype(float)[index]
+    sum_g = np.bincount(index, centred, minlength=n_groups)[index]
+    sumsq_g = np.bincount(index, centred**2, minlength=n_groups)[index]
+    n_wo = n - in_group
+    with np.errstate(divide="ignore", invalid="ignore"):  # one group only: nothing is left to bound by (NaN)
+        centred_mean_wo = (centred.sum() - sum_g) / n_wo
+        var_wo = ((centred**2).sum() - sumsq_g - n_wo * centred_mean_wo**2) / (n_wo - 1)
+    mean_wo = logs.mean() + centred_mean_wo
     sd_wo = np.sqrt(np.clip(var_wo, 0.0, None))
-    order = np.argsort(t_ns)
-    min_wo = np.full(n, t_ns[order[0]])
-    min_wo[order[0]] = t_ns[order[1]]
-    max_wo = np.full(n, t_ns[order[-1]])
-    max_wo[order[-1]] = t_ns[order[-2]]
-    low = np.minimum(np.exp(mean_wo - sigma * sd_wo), min_wo)
-    high = np.maximum(np.exp(mean_wo + sigma * sd_wo), max_wo)
+    group_min = np.full(n_groups, np.inf)
+    np.minimum.at(group_min, index, t_ns)
+    group_max = np.full(n_groups, -np.inf)
+    np.maximum.at(group_max, index, t_ns)
+    by_min, by_max = np.argsort(group_min), np.argsort(group_max)
+    second_min = group_min[by_min[1]] if n_groups > 1 else np.nan
+    second_max = group_max[by_max[-2]] if n_groups > 1 else np.nan
+    min_wo = np.where(index == by_min[0], second_min, group_min[by_min[0]])
+    max_wo = np.where(index == by_max[-1], second_max, group_max[by_max[-1]])
+    low = np.fmin(np.exp(mean_wo - sigma * sd_wo), min_wo)
+    high = np.fmax(np.exp(mean_wo + sigma * sd_wo), max_wo)
     return floor_fraction * min_wo, low, high
+
+
+def _kernel_groups(kernels: pd.DataFrame) -> np.ndarray:
+    """One label per row: the kernel's name and launch shape. Repeated launches of one
+    workload share a label and are left out together; launches of one kernel at other
+    problem sizes (another grid) are other workloads and may train each other."""
+    name_column = next((c for c in ("kernel", "kernel_name", "kernel_id") if c in kernels.columns), None)
+    if name_column is None:
+        return np.arange(len(kernels)).astype(str)
+    label = kernels[name_column].astype(str)
+    for shape in ("grid_blocks", "block_threads"):
+        if shape in kernels.columns:
+            label = label + "|" + kernels[shape].astype(str)
+    return label.to_numpy()
 
 
 def fit(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -611,9 +681,10 @@ def fit(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> d
     timed = _timed(kernels)
     train = kernels[timed]
     t_ns = column_or_nan(train, "duration_ns").to_numpy()
-    data, arrays = _fit_selected(feature_table(train, coalesced), t_ns, gpu.id, coalesced, opts)
+    groups = _kernel_groups(train)
+    data, arrays = _fit_selected(feature_table(train, coalesced), t_ns, gpu.id, coalesced, opts, groups)
     if len(t_ns) >= 3:
-        _, loo_ns, _ = _loo(arrays, data, t_ns)
+        _, loo_ns, _ = _loo(arrays, data, t_ns, groups)
         ape = np.abs(loo_ns - t_ns) / t_ns
         data["loo_mape"] = float(np.nanmean(ape)) if np.isfinite(ape).any() else None
     return data
@@ -779,7 +850,8 @@ class KerrModel:
         table_all = feature_table(kernels, coalesced)
         t_ns = column_or_nan(kernels, "duration_ns")[timed].to_numpy()
         try:
-            data, arrays = _fit_selected(table_all[timed], t_ns, gpu.id, coalesced, opts)
+            groups = _kernel_groups(kernels[timed])
+            data, arrays = _fit_selected(table_all[timed], t_ns, gpu.id, coalesced, opts, groups)
         except ModelError as exc:
             result = empty_result(kernels)
             result["error"] = (
@@ -791,17 +863,18 @@ class KerrModel:
         # kernels without a time: the model fitted on all timed kernels
         # (when every kernel is timed, leave-one-out below writes every row: nothing to predict first)
         result = predict(kernels, data, mode="fitted on the input's timed kernels", fill=not timed.all())
-        raw_loo, _, leverage = _loo(arrays, data, t_ns)
-        bounds = _loo_bounds(t_ns, opts["sigma"], opts["floor_fraction"])
+        raw_loo, _, leverage = _loo(arrays, data, t_ns, groups)
+        bounds = _loo_bounds(t_ns, opts["sigma"], opts["floor_fraction"], groups)
         rows = kernels.index[timed.to_numpy()]
-        _fill(result, rows, data, table_all.loc[rows], "leave-one-out", override_ns=raw_loo, bounds=bounds)
+        _fill(result, rows, data, table_all.loc[rows], "leave-one-kernel-out", override_ns=raw_loo, bounds=bounds)
         undefined = pd.Series(np.isnan(raw_loo), index=rows)
         if undefined.any():
             where = undefined[undefined].index
             result.loc[where, "predicted_ns"] = np.nan
             result.loc[where, "error"] = (
-                "leave-one-out undefined: this kernel alone determines a regression term (leverage 1); "
-                "add kernels like it or use a trained model"
+                "leave-one-kernel-out undefined: this workload's launches (same kernel and launch shape) alone "
+                "determine a regression term; profile more kernels, collect launch__grid_size and "
+                "launch__block_size so launches at other sizes count apart, or use a trained model (nvperf-bridge fit)"
             )
         result.loc[rows, "leverage"] = leverage
         return result

@@ -86,7 +86,7 @@ def test_leave_one_out_recovers_the_additive_time(gpu: GpuProfile) -> None:
     kernels = additive_kernels()
     result = MODEL.evaluate(kernels, gpu, {})
     assert (result["error"] == "").all()
-    assert (result["mode"] == "leave-one-out").all()
+    assert (result["mode"] == "leave-one-kernel-out").all()
     errors = ape(result, kernels)
     assert errors.mean() < 0.08  # 3% noise; the additive form is the truth
     assert errors.median() < 0.05
@@ -196,3 +196,40 @@ def test_kernels_without_time_are_predicted_and_missing_counters_are_named(gpu: 
 def test_model_data_from_another_model_is_refused(gpu: GpuProfile) -> None:
     with pytest.raises(ModelError, match="fitted for model"):
         MODEL.evaluate(additive_kernels(n=10), gpu, {"model_data": {"model": "other", "format_version": 1}})
+
+
+def test_held_out_residuals_equal_refitting_without_the_group() -> None:
+    """Leave-one-group-out by Woodbury equals refitting least squares without the group."""
+    rng = np.random.default_rng(3)
+    n, p = 40, 4
+    design = np.column_stack([np.ones(n), rng.normal(size=(n, p - 1))])
+    y = design @ rng.normal(size=p) + rng.normal(0, 0.1, n)
+    groups = np.repeat(np.arange(10), 4).astype(str)
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    u, _, _ = np.linalg.svd(design, full_matrices=False)
+    held, leverage = kerr.held_out_residuals(u, y - design @ coef, groups)
+    for g in np.unique(groups):
+        out = groups == g
+        refit, *_ = np.linalg.lstsq(design[~out], y[~out], rcond=None)
+        np.testing.assert_allclose(held[out], y[out] - design[out] @ refit, rtol=1e-9, atol=1e-12)
+    # one row per group is the classic e_i / (1 - h_ii)
+    single, _ = kerr.held_out_residuals(u, y - design @ coef, None)
+    np.testing.assert_allclose(single, (y - design @ coef) / (1 - leverage))
+    np.testing.assert_allclose(kerr.held_out_residuals(u, y - design @ coef, np.arange(n).astype(str))[0], single)
+
+
+def test_repeated_launches_are_left_out_together(gpu: GpuProfile) -> None:
+    """Five launches of each kernel: a launch must not be predicted from its own kernel's
+    other launches. Leaving a whole kernel out must reproduce the refit without it."""
+    base = additive_kernels(n=20, seed=4)
+    kernels = pd.concat([base.assign(kernel=[f"k{i}" for i in range(20)])] * 5, ignore_index=True)
+    kernels["kernel_id"] = [str(i) for i in range(len(kernels))]
+    result = MODEL.evaluate(kernels, gpu, {})
+    assert (result["error"] == "").all()
+    # identical launches of one kernel get one held-out prediction
+    per_kernel = result.groupby(kernels["kernel"])["predicted_ns"].nunique()
+    assert (per_kernel == 1).all()
+    # and it is not the kernel's own measured time (it was left out of the fit)
+    own = kernels.groupby("kernel")["duration_ns"].first()
+    predicted = result.groupby(kernels["kernel"])["predicted_ns"].first()
+    assert ((predicted - own).abs() / own > 1e-6).all()
