@@ -584,13 +584,14 @@ def held_out_residuals(u: np.ndarray, e: np.ndarray, groups: np.ndarray | None) 
     e_i / (1 - h_ii).
     """
     leverage = (u ** 2).sum(axis=1)
-    if groups is None:
+    index = None if groups is None else np.unique(groups, return_inverse=True)[1]
+    n_groups = len(e) if index is None else int(index.max()) + 1 if len(index) else 0
+    if n_groups == len(e):  # every row its own group: the closed form, no r x r systems
         with np.errstate(divide="ignore", invalid="ignore"):
             held = e / (1.0 - leverage)
         held[leverage > 1.0 - 1e-9] = np.nan
         return held, leverage
-    _, index = np.unique(groups, return_inverse=True)
-    n_groups, r = int(index.max()) + 1 if len(index) else 0, u.shape[1]
+    r = u.shape[1]
     gram = np.empty((n_groups, r, r))  # U_G'U_G per group, from r(r+1)/2 bincounts: O(n r^2) time, O(g r^2) memory
     for a in range(r):
         for b in range(a, r):
@@ -661,17 +662,14 @@ def _loo_bounds(t_ns: np.ndarray, sigma: float, floor_fraction: float,
 
 
 def _kernel_groups(kernels: pd.DataFrame) -> np.ndarray:
-    """One label per row: the kernel's name and launch shape. Repeated launches of one
-    workload share a label and are left out together; launches of one kernel at other
+    """One integer label per row: the kernel's name and launch shape. Repeated launches of
+    one workload share a label and are left out together; launches of one kernel at other
     problem sizes (another grid) are other workloads and may train each other."""
-    name_column = next((c for c in ("kernel", "kernel_name", "kernel_id") if c in kernels.columns), None)
-    if name_column is None:
-        return np.arange(len(kernels)).astype(str)
-    label = kernels[name_column].astype(str)
-    for shape in ("grid_blocks", "block_threads"):
-        if shape in kernels.columns:
-            label = label + "|" + kernels[shape].astype(str)
-    return label.to_numpy()
+    keys = [c for c in ("kernel", "kernel_name", "kernel_id") if c in kernels.columns][:1]
+    if not keys:
+        return np.arange(len(kernels))
+    keys += [c for c in ("grid_blocks", "block_threads") if c in kernels.columns]
+    return kernels.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
 
 
 def fit(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> dict[str, Any]:
