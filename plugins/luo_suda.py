@@ -44,7 +44,9 @@ count (a warp executes each instruction once for its 32 threads).
   memory instructions -> computation instructions per warp.
 - ``inst_shared_ld + inst_shared_st`` (optional) -> shared-memory instructions,
   counted as computation (they do not use device bandwidth, which is what
-  MPD models), at cost ``cost_shared``.
+  MPD models), at cost ``cost_shared``. When they were not collected, those
+  instructions stay in the computation count at ``cost_comp`` and the detail
+  ``I_smem_source`` says so (the two costs are equal by default).
 - Instruction cost table (Table 1, GPU clocks) as model constants:
   ``t_mem`` (Table 1 "ld/st 200"), ``cost_comp`` (Table 1 add/sub with
   register operands, int and float: 65), ``cost_shared`` (no Table 1 entry;
@@ -246,6 +248,12 @@ def mpd(
     return np.maximum(np.minimum(N_act, share), 1.0)
 
 
+SMEM_NOT_COLLECTED = (
+    "not collected: shared-memory instructions counted as computation at cost_comp "
+    "(ncu --metrics smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum)"
+)
+
+
 class LuoSudaModel:
     """Luo & Suda (2011) MPD/CPD model with the four calculate-period types."""
 
@@ -306,8 +314,12 @@ class LuoSudaModel:
         # Per-warp (= the paper's per-thread) instruction counts.
         I_total = per_thread(kernels, gpu, "inst_executed")
         I_gmem = per_thread(kernels, gpu, "inst_global_ld") + per_thread(kernels, gpu, "inst_global_st")
-        shared = column_or_nan(kernels, "inst_shared_ld").fillna(0.0) + column_or_nan(kernels, "inst_shared_st").fillna(0.0)
-        I_smem = shared / warps
+        shared_ld, shared_st = column_or_nan(kernels, "inst_shared_ld"), column_or_nan(kernels, "inst_shared_st")
+        smem_known = shared_ld.notna() | shared_st.notna()
+        # Not collected: shared instructions stay inside I_comp (costed as computation), and the output says so.
+        I_smem = (shared_ld.fillna(0.0) + shared_st.fillna(0.0)) / warps
+        I_smem_source = pd.Series(np.where(smem_known, "inst_shared_ld + inst_shared_st", SMEM_NOT_COLLECTED),
+                                  index=kernels.index, dtype="object")
         I_comp = np.maximum(I_total - I_gmem - I_smem, 0.0)
 
         cost_c = I_comp * k["cost_comp"] + I_smem * k["cost_shared"]  # computation cost per warp (Table 1)
@@ -376,6 +388,7 @@ class LuoSudaModel:
             "CPD1": cp["CPD1"], "CPD2": cp["CPD2"], "CPD": cp["CPD"], "c_i": c_i, "m_i": m_i, "periods": K,
             "T_first": first["T_i"], "T_steady": np.where(steady_used, steady["T_i"], np.nan),
             "T_p": T_p, "T_c": T_c, "period_type": kind.where(good), "Rep": Rep, "clock_source": clock_source,
+            "I_smem_source": I_smem_source,
         }
         for name, values in details.items():
             result[name] = values if np.isscalar(values) else np.asarray(values)

@@ -275,3 +275,20 @@ def test_worked_example_file_on_the_gtx260() -> None:
         assert got["error"] == ""
         assert got["predicted_cycles"] == pytest.approx(item["expected_cycles"], rel=1e-9)
         assert got["period_type"] == item["expected_period_type"]
+
+
+def test_uncollected_shared_counts_are_named_not_silently_zero() -> None:
+    """Without shared-memory counters the instructions are costed as computation, and the
+    detail column says which counter would separate them."""
+    from nvperf_bridge.builtin_plugins.luo_suda import LuoSudaModel
+    from nvperf_bridge.gpu import load_profiles
+
+    gpu = load_profiles()["gtx260"]
+    base = {"grid_blocks": 240.0, "block_threads": 256.0, "inst_executed": 240 * 8 * 200.0,
+            "inst_global_ld": 240 * 8 * 4.0, "inst_global_st": 240 * 8 * 1.0,
+            "global_ld_sectors": 240 * 8 * 4.0, "global_st_sectors": 240 * 8 * 1.0, "achieved_occupancy": 0.5}
+    frame = pd.DataFrame([{**base, "inst_shared_ld": 240 * 8 * 10.0, "inst_shared_st": 0.0}, base])
+    result = LuoSudaModel().evaluate(frame, gpu, {})
+    assert (result["error"] == "").all()
+    assert result.loc[0, "I_smem_source"] == "inst_shared_ld + inst_shared_st"
+    assert "smsp__inst_executed_op_shared_ld.sum" in result.loc[1, "I_smem_source"]
