@@ -222,6 +222,9 @@ class RooflineModel:
                 continue
             t_compute_s += counted / (peak * flop_fraction)
             flops += counted
+        for column, _ in PRECISIONS:  # a precision not collected beside one that was: say it counted as 0
+            absent = any_flop_count & column_or_nan(kernels, column).isna()
+            notes[absent] = notes[absent] + f"; {column} not collected (counted as 0 in t_compute)"
         t_compute_ns = (t_compute_s * 1e9).where(any_flop_count)
         bytes_ = dram_bytes(kernels)
         t_memory_ns = bytes_ / bandwidth * 1e9

@@ -119,3 +119,17 @@ def test_ncu_label_uses_dram_when_memory_throughput_is_absent_and_blank_without_
     assert result.loc[0, "ncu_rule_label"] == "High Throughput (memory)"
     assert result.loc[0, "ncu_rule_memory_metric"].startswith("sol_dram_fraction")
     assert result.loc[1, "ncu_rule_label"] == ""
+
+
+def test_precision_not_collected_is_named_in_state() -> None:
+    """flop_sp collected but not flop_dp: the time uses what was counted, and state says dp counted as 0."""
+    from nvperf_bridge.builtin_plugins.roofline import RooflineModel
+    from nvperf_bridge.gpu import load_profiles
+
+    gpu = load_profiles()["v100-sxm2"]
+    frame = pd.DataFrame({"flop_sp": [1e9, 1e9], "flop_dp": [np.nan, 0.0], "flop_hp": [0.0, 0.0],
+                          "dram_bytes": [1e6, 1e6], "grid_blocks": [80.0, 80.0], "block_threads": [256.0, 256.0]})
+    result = RooflineModel().evaluate(frame, gpu, {})
+    assert "flop_dp not collected" in result.loc[0, "state"]
+    assert "not collected" not in result.loc[1, "state"]
+    assert result.loc[0, "predicted_ns"] == pytest.approx(result.loc[1, "predicted_ns"])
