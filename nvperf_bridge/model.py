@@ -186,3 +186,49 @@ def validate_result(model_id: str, kernels: pd.DataFrame, result: Any) -> tuple[
     result["bottleneck"] = labels
     result["state"] = result["state"].fillna("").astype(str)
     return result, warnings
+
+
+# ---- model options (``--option MODEL.KEY=VALUE``) ------------------------------
+# One parser for every model, so a bad value names the model, the option and
+# what is expected, instead of a bare Python conversion error.
+
+def number_option(options: Mapping[str, Any], name: str, default: float, model_id: str,
+                  *, positive: bool = False) -> float:
+    """A numeric option (finite; > 0 when ``positive``), else ``default``."""
+    from nvperf_bridge.errors import ModelError
+
+    value = options.get(name, default)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not np.isfinite(number) or (positive and number <= 0):
+        need = "a positive number" if positive else "a number"
+        raise ModelError(f"option {name} must be {need}, got {value!r}", model_id=model_id)
+    return number
+
+
+def choice_option(options: Mapping[str, Any], name: str, allowed: tuple[str, ...], model_id: str) -> str:
+    """One of ``allowed`` (case-insensitive), else ``allowed[0]``."""
+    from nvperf_bridge.errors import ModelError
+
+    value = str(options.get(name, allowed[0])).strip().lower()
+    if value not in allowed:
+        raise ModelError(f"option {name} must be one of {', '.join(allowed)}, got {options.get(name)!r}",
+                         model_id=model_id)
+    return value
+
+
+def bool_option(options: Mapping[str, Any], name: str, default: bool, model_id: str) -> bool:
+    """true/false (also 1/0, yes/no, on/off), else ``default``."""
+    from nvperf_bridge.errors import ModelError
+
+    value = options.get(name, default)
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ModelError(f"option {name} must be true or false, got {value!r}", model_id=model_id)

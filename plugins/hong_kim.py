@@ -133,6 +133,8 @@ from nvperf_bridge.hookspecs import hookimpl
 from nvperf_bridge.model import (
     ConstantSpec,
     Requirements,
+    bool_option,
+    choice_option,
     column_or_nan,
     constant_values,
     empty_result,
@@ -160,27 +162,6 @@ SYNCH_NOT_COLLECTED = (
     "not collected: Eq. (26) synchronization cost left out (ncu --metrics smsp__inst_executed_op_barrier.sum; "
     "nvprof has no barrier counter)"
 )
-
-
-def _bool_option(options: Mapping[str, Any], name: str, default: bool) -> bool:
-    value = options.get(name, default)
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise ModelError(f"option {name} must be true or false, got {value!r}", model_id=HongKimModel.id)
-
-
-def _choice_option(options: Mapping[str, Any], name: str, allowed: tuple[str, ...]) -> str:
-    value = str(options.get(name, allowed[0])).strip().lower()
-    if value not in allowed:
-        raise ModelError(
-            f"option {name} must be one of {', '.join(allowed)}, got {options.get(name)!r}", model_id=HongKimModel.id
-        )
-    return value
 
 
 class HongKimModel:
@@ -264,9 +245,9 @@ class HongKimModel:
     def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
         """Predict every kernel with Eqs. (1)-(27); vectorised over the frame."""
         options = options or {}
-        memory_inputs = _choice_option(options, "memory_inputs", MEMORY_INPUTS)
-        case_selection = _choice_option(options, "case_selection", CASE_SELECTIONS)
-        cache_aware = _bool_option(options, "cache_aware", False)
+        memory_inputs = choice_option(options, "memory_inputs", MEMORY_INPUTS, self.id)
+        case_selection = choice_option(options, "case_selection", CASE_SELECTIONS, self.id)
+        cache_aware = bool_option(options, "cache_aware", False, self.id)
         if cache_aware and memory_inputs == "dram":
             raise ModelError(
                 "options cache_aware=true and memory_inputs=dram cannot be combined "

@@ -95,16 +95,17 @@ import pandas as pd
 
 from nvperf_bridge import launch
 from nvperf_bridge.counters import sm_clock
-from nvperf_bridge.errors import ModelError
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
 from nvperf_bridge.model import (
     ConstantSpec,
     Requirements,
+    choice_option,
     column_or_nan,
     constant_values,
     empty_result,
     missing_inputs,
+    number_option,
 )
 
 # Profiles without ``coalesced_sectors_per_request`` are sector GPUs: a warp of
@@ -113,24 +114,6 @@ DEFAULT_COALESCED_SECTORS = 4.0
 PREDICTIONS = ("max", "sum")
 # The two thread costs within this ratio of each other count as balanced.
 BALANCED_RATIO = 0.9
-
-
-def _options(options: Mapping[str, Any]) -> tuple[str, float]:
-    prediction = str(options.get("prediction", "max")).strip().lower()
-    if prediction not in PREDICTIONS:
-        raise ModelError(
-            f"option prediction must be max or sum, got {options.get('prediction')!r}", model_id=KothapalliModel.id
-        )
-    raw_factor = options.get("max_thread_factor", 1.0)
-    try:
-        factor = float(raw_factor)
-    except (TypeError, ValueError):
-        factor = float("nan")
-    if isinstance(raw_factor, bool) or not np.isfinite(factor) or factor <= 0:
-        raise ModelError(
-            f"option max_thread_factor must be a positive number, got {raw_factor!r}", model_id=KothapalliModel.id
-        )
-    return prediction, factor
 
 
 class KothapalliModel:
@@ -198,7 +181,9 @@ class KothapalliModel:
 
     def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
         """Predict every kernel with Eqs. (2)-(4) under both MAX and SUM; vectorised over the frame."""
-        prediction, max_thread_factor = _options(options or {})
+        options = options or {}
+        prediction = choice_option(options, "prediction", PREDICTIONS, self.id)
+        max_thread_factor = number_option(options, "max_thread_factor", 1.0, self.id, positive=True)
         index = kernels.index
         const = constant_values(self, gpu)
         c = float(gpu.get("coalesced_sectors_per_request", DEFAULT_COALESCED_SECTORS))

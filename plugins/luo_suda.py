@@ -146,10 +146,12 @@ from nvperf_bridge.launch import (
 from nvperf_bridge.model import (
     ConstantSpec,
     Requirements,
+    choice_option,
     column_or_nan,
     constant_values,
     empty_result,
     missing_inputs,
+    number_option,
 )
 
 # Table 1 of the paper: time cost of PTX instructions on the GTX 260, GPU clocks,
@@ -294,20 +296,13 @@ class LuoSudaModel:
 
     def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
         result = empty_result(kernels)
-        k = {name: float(options.get(name, value)) for name, value in constant_values(self, gpu).items()}
-        D_mem = float(options.get("D_mem", 4.0))
-        mem_per_task = float(options.get("mem_insts_per_task", 1.0))
-        sectors_per_transaction = float(options.get("sectors_per_transaction", 1.0))
-        cpd_min = float(options.get("cpd_min", 1.0))
-        form = str(options.get("mpd_form", "printed"))
-        if form not in MPD_FORMS:
-            from nvperf_bridge.errors import UsageError
-
-            raise UsageError(f"luo-suda option mpd_form must be one of {', '.join(MPD_FORMS)}, got {form!r}")
-        if not (D_mem > 0 and mem_per_task > 0 and sectors_per_transaction > 0 and cpd_min > 0):
-            from nvperf_bridge.errors import UsageError
-
-            raise UsageError("luo-suda options D_mem, mem_insts_per_task, sectors_per_transaction and cpd_min must be > 0")
+        k = {name: number_option(options, name, value, self.id)
+             for name, value in constant_values(self, gpu).items()}
+        D_mem = number_option(options, "D_mem", 4.0, self.id, positive=True)
+        mem_per_task = number_option(options, "mem_insts_per_task", 1.0, self.id, positive=True)
+        sectors_per_transaction = number_option(options, "sectors_per_transaction", 1.0, self.id, positive=True)
+        cpd_min = number_option(options, "cpd_min", 1.0, self.id, positive=True)
+        form = choice_option(options, "mpd_form", MPD_FORMS, self.id)
 
         clock_hz, clock_source = sm_clock(kernels, gpu)
         warps = total_warps(kernels, gpu)

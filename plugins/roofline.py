@@ -90,6 +90,7 @@ from nvperf_bridge.model import (
     column_or_nan,
     constant_values,
     empty_result,
+    number_option,
 )
 
 # Two times within this factor of each other (AI within x/÷ 1.1 of the ridge
@@ -200,9 +201,11 @@ class RooflineModel:
         result = empty_result(kernels)
         constants = constant_values(self, gpu)
         # options may override the constants (calibration tries values without editing profiles)
-        bw_fraction = float(options.get("attainable_bandwidth_fraction", constants["attainable_bandwidth_fraction"]))
-        flop_fraction = float(options.get("attainable_flop_fraction", constants["attainable_flop_fraction"]))
-        tolerance = float(options.get("balanced_tolerance", BALANCED_TOLERANCE))
+        bw_fraction = number_option(options, "attainable_bandwidth_fraction", constants["attainable_bandwidth_fraction"],
+                                    self.id, positive=True)
+        flop_fraction = number_option(options, "attainable_flop_fraction", constants["attainable_flop_fraction"],
+                                      self.id, positive=True)
+        tolerance = number_option(options, "balanced_tolerance", BALANCED_TOLERANCE, self.id, positive=True)
         bandwidth = gpu.memory_bandwidth_bytes_per_s * bw_fraction
 
         # t_compute: each precision against its own roof (R3, first term)

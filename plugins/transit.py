@@ -130,6 +130,7 @@ from nvperf_bridge.model import (
     constant_values,
     empty_result,
     missing_inputs,
+    number_option,
 )
 
 DRAM_TRANSACTION_BYTES = 32.0  # nvprof dram_read/write_transactions and ncu dram__sectors are 32 bytes
@@ -268,9 +269,10 @@ class TransitModel:
 
     def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
         result = empty_result(kernels)
-        values = {name: float(options.get(name, value)) for name, value in constant_values(self, gpu).items()}
+        values = {name: number_option(options, name, value, self.id)
+                  for name, value in constant_values(self, gpu).items()}
         precision = str(options.get("precision", "auto"))
-        tolerance = float(options.get("capacity_tolerance", CAPACITY_TOLERANCE))
+        tolerance = number_option(options, "capacity_tolerance", CAPACITY_TOLERANCE, self.id)
         if precision not in PRECISIONS or not (0.0 <= tolerance < 1.0):
             from nvperf_bridge.errors import UsageError
 

@@ -59,3 +59,22 @@ def test_wrong_type_shape_or_columns_raise_model_error(kernels: pd.DataFrame, ba
     with pytest.raises(ModelError) as err:
         validate_result("my-model", kernels, bad)
     assert "model my-model" in str(err.value)
+
+
+def test_option_parsers_name_the_model_and_option() -> None:
+    from nvperf_bridge.model import bool_option, choice_option, number_option
+
+    assert number_option({"x": "2.5"}, "x", 1.0, "m") == 2.5
+    assert number_option({}, "x", 1.0, "m") == 1.0
+    assert choice_option({"form": "SUM"}, "form", ("max", "sum"), "m") == "sum"
+    assert bool_option({"flag": "yes"}, "flag", False, "m") is True
+    for call, expected in (
+        (lambda: number_option({"x": "abc"}, "x", 1.0, "my-model"), "option x must be a number, got 'abc'"),
+        (lambda: number_option({"x": 0}, "x", 1.0, "my-model", positive=True), "must be a positive number"),
+        (lambda: number_option({"x": True}, "x", 1.0, "my-model"), "must be a number"),
+        (lambda: choice_option({"f": "median"}, "f", ("max", "sum"), "my-model"), "must be one of max, sum"),
+        (lambda: bool_option({"b": "maybe"}, "b", False, "my-model"), "must be true or false"),
+    ):
+        with pytest.raises(ModelError) as err:
+            call()
+        assert str(err.value).startswith("model my-model: ") and expected in str(err.value)

@@ -189,5 +189,6 @@ def fail_on_named_models(analysis: Any, named: list[str]) -> None:
     failed = [(mid, analysis.runs[mid].failure) for mid in dict.fromkeys(named)
               if mid in analysis.runs and analysis.runs[mid].result is None]
     if failed:
-        listed = "; ".join(f"{mid}: {reason}" for mid, reason in failed)
+        # a ModelError's text already starts "model <id>: "; don't say the id twice
+        listed = "; ".join(f"{mid}: {reason.removeprefix(f'model {mid}: ')}" for mid, reason in failed)
         raise ModelError(f"model{'s' if len(failed) > 1 else ''} named with --model failed: {listed}")
