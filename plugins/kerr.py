@@ -108,9 +108,11 @@ from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
 from nvperf_bridge.model import (
     Requirements,
+    choice_option,
     column_or_nan,
     empty_result,
     missing_inputs,
+    number_option,
 )
 
 MODEL_ID = "kerr"
@@ -409,22 +411,16 @@ FORMS: dict[str, dict[str, str]] = {
 
 
 def _options(options: Mapping[str, Any]) -> dict[str, Any]:
-    form = str(options.get("form", "auto"))
-    if form not in ("auto", *FORMS):
-        raise ModelError(f"option form must be 'auto', {', '.join(repr(f) for f in FORMS)}; got {form!r}", model_id=MODEL_ID)
+    form = choice_option(options, "form", ("auto", *FORMS), MODEL_ID)
     explicit = any(key in options for key in ("target", "feature_transform", "weighting"))
     defaults = FORMS["additive" if form == "auto" else form]
-    target = str(options.get("target", defaults["target"]))
-    if target not in ("log", "linear"):
-        raise ModelError(f"option target must be 'linear' or 'log', got {target!r}", model_id=MODEL_ID)
-    transform = str(options.get("feature_transform", defaults["feature_transform"]))
-    if transform not in ("none", "log1p"):
-        raise ModelError(f"option feature_transform must be 'none' or 'log1p', got {transform!r}", model_id=MODEL_ID)
-    weighting = str(options.get("weighting", defaults["weighting"]))
-    if weighting not in ("relative", "none"):
-        raise ModelError(f"option weighting must be 'relative' or 'none', got {weighting!r}", model_id=MODEL_ID)
-    variance = float(options.get("variance", DEFAULT_VARIANCE))
-    if not 0.0 < variance <= 1.0:
+    target = choice_option({"target": defaults["target"], **options}, "target", ("linear", "log"), MODEL_ID)
+    transform = choice_option({"feature_transform": defaults["feature_transform"], **options}, "feature_transform",
+                              ("none", "log1p"), MODEL_ID)
+    weighting = choice_option({"weighting": defaults["weighting"], **options}, "weighting", ("relative", "none"),
+                              MODEL_ID)
+    variance = number_option(options, "variance", DEFAULT_VARIANCE, MODEL_ID, positive=True)
+    if variance > 1.0:
         raise ModelError(f"option variance must be in (0, 1], got {variance}", model_id=MODEL_ID)
     return {
         "form": "custom" if explicit else form,
@@ -432,11 +428,12 @@ def _options(options: Mapping[str, Any]) -> dict[str, Any]:
         "feature_transform": transform,
         "weighting": weighting,
         "variance": variance,
-        "max_degree": int(options.get("max_degree", DEFAULT_MAX_DEGREE)),
-        "sigma": float(options.get("pocs_sigma", DEFAULT_SIGMA)),
-        "floor_fraction": float(options.get("pocs_floor_fraction", DEFAULT_FLOOR_FRACTION)),
-        "max_clusters": int(options.get("max_clusters", DEFAULT_MAX_CLUSTERS)),
-        "seed": int(options.get("seed", DEFAULT_SEED)),
+        "max_degree": int(number_option(options, "max_degree", DEFAULT_MAX_DEGREE, MODEL_ID, positive=True)),
+        "sigma": number_option(options, "pocs_sigma", DEFAULT_SIGMA, MODEL_ID, positive=True),
+        "floor_fraction": number_option(options, "pocs_floor_fraction", DEFAULT_FLOOR_FRACTION, MODEL_ID,
+                                        positive=True),
+        "max_clusters": int(number_option(options, "max_clusters", DEFAULT_MAX_CLUSTERS, MODEL_ID, positive=True)),
+        "seed": int(number_option(options, "seed", DEFAULT_SEED, MODEL_ID)),
     }
 
 
