@@ -40,6 +40,63 @@ EXPECTED: dict[str, tuple[str, int]] = {
     "actual-param__attention_5-9__bert_flashattn_nsight.csv": ("ncu-details", 10),
     "actual-param__dropout__nsight162.csv": ("ncu-details", 162),
 }
+# magus-corpus (the GTX 1080 Ti accuracy set): application -> (kernels in metrics_<app>.csv,
+# kernel launches in traces_<app>.csv). Counted once by hand-checked import; the folder README
+# says 43 applications, about 122 timed kernels.
+MAGUS_CORPUS: dict[str, tuple[int, int]] = {
+    "cudasdk_FDTD3d": (1, 5),
+    "cudasdk_MCEstimatePiInlineP": (2, 2),
+    "cudasdk_MCEstimatePiInlineQ": (2, 2),
+    "cudasdk_MCEstimatePiP": (3, 3),
+    "cudasdk_SobolQRNG": (1, 1),
+    "cudasdk_batchCUBLAS": (4, 44),
+    "cudasdk_binomialOptions": (1, 1),
+    "cudasdk_c++11Cuda": (2, 2),
+    "cudasdk_concurrentKernels": (2, 9),
+    "cudasdk_convolutionFFT2D": (14, 42),
+    "cudasdk_convolutionSeparable": (2, 34),
+    "cudasdk_dct8x8": (8, 118),
+    "cudasdk_dxtc": (1, 2),
+    "cudasdk_eigenvalues": (3, 300),
+    "cudasdk_matrixMul": (1, 301),
+    "cudasdk_mergeSort": (4, 49),
+    "cudasdk_quasirandomGenerator": (2, 42),
+    "cudasdk_radixSortThrust": (5, 2100),
+    "cudasdk_reduction": (2, 201),
+    "cudasdk_scalarProd": (1, 1),
+    "cudasdk_scan": (3, 3300),
+    "cudasdk_shflscan": (4, 5),
+    "cudasdk_simpleCUFFTcallback": (3, 4),
+    "cudasdk_sortingNetworks": (4, 290),
+    "cudasdk_stereoDisparity": (1, 2),
+    "cudasdk_transpose": (8, 808),
+    "cudasdk_vectorAdd": (1, 1),
+    "lonestar_dmr": (2, 258),
+    "lonestar_mst": (6, 36),
+    "parboil_bfs": (2, 11),
+    "parboil_mriq": (2, 4),
+    "parboil_stencil": (1, 100),
+    "poly_3mm": (3, 3),
+    "poly_correlation": (4, 4),
+    "poly_fdtd2d": (3, 1500),
+    "poly_syrk": (1, 1),
+    "rodinia_b+tree": (2, 2),
+    "rodinia_backprop": (2, 2),
+    "rodinia_dwt2d": (3, 13),
+    "rodinia_gaussian": (2, 30),
+    "rodinia_needle": (2, 382),
+    "rodinia_pathfinder": (1, 10),
+    "shoc_lev1BFS": (1, 100),
+
+}
+for _app, (_metric_rows, _trace_rows) in MAGUS_CORPUS.items():
+    EXPECTED[f"metrics_{_app}.csv"] = ("nvprof-metrics", _metric_rows)
+    EXPECTED[f"traces_{_app}.csv"] = ("nvprof-trace", _trace_rows)
+
+# amaris-kepler-maxwell: kernel-yaml records per GPU (the folder README's table).
+AMARIS = {"gtx-680.yaml": 295, "gtx-970.yaml": 297, "gtx-titan.yaml": 297, "gtx-titan-black.yaml": 297,
+          "quadro-k5200.yaml": 273}
+EXPECTED.update({name: ("kernel-yaml", records) for name, records in AMARIS.items()})
 ERROR_ONLY = "roofline-analysis__flashinfer_paged_decode__gqa_fp16_b64_ctx4k_p64.ncu.csv"
 
 
@@ -111,3 +168,32 @@ def test_one_metric_files_give_duration(realdata_dir: Path) -> None:
     k = result.kernels
     assert k["duration_ns"].notna().sum() > 500 and k["dram_bytes"].notna().sum() > 500
     assert result.warnings  # the three runs' launch lists differ a little: said, not hidden
+
+
+def test_magus_corpus_pairs_time_every_kernel(realdata_dir: Path) -> None:
+    """Each application's metrics + trace pair joins: every kernel with counters gets its measured time."""
+    corpus = realdata_dir / "magus-corpus"
+    if not corpus.is_dir():
+        pytest.skip("magus-corpus is not present")
+    assert len(list(corpus.glob("metrics_*.csv"))) == len(MAGUS_CORPUS) == 43
+    timed = 0
+    for app, (metric_rows, _trace_rows) in MAGUS_CORPUS.items():
+        k = read_profiles([corpus / f"metrics_{app}.csv", corpus / f"traces_{app}.csv"]).kernels
+        assert len(k) == metric_rows, app
+        assert k["duration_ns"].notna().all() and (k["duration_ns"] > 0).all(), app
+        assert k["inst_executed"].notna().all(), app
+        timed += len(k)
+    assert timed == 122
+
+
+def test_amaris_records_carry_time_and_launch_shape(realdata_dir: Path) -> None:
+    folder = realdata_dir / "amaris-kepler-maxwell"
+    if not folder.is_dir():
+        pytest.skip("amaris-kepler-maxwell is not present")
+    for name, records in AMARIS.items():
+        result = read_profiles([folder / name])
+        k = result.kernels
+        assert len(k) == records
+        assert (k["duration_ns"] > 0).all() and (k["grid_blocks"] > 0).all() and (k["block_threads"] > 0).all()
+        assert k["device"].nunique() == 1 and str(k["device"].iloc[0]).startswith("NVIDIA ")
+        assert k["kernel"].nunique() == 9
