@@ -68,11 +68,13 @@ def main(argv: list[str] | None = None) -> int:
     exit code 2; our own errors and unexpected ones are turned into one line.
     """
     from nvperf_bridge.errors import NvperfError
+    from nvperf_bridge.signals import handle_signals
 
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     try:
-        app(args=args, prog_name="nvperf-bridge")
+        with handle_signals():  # Ctrl-C / SIGTERM anywhere: temporary files removed, exit 130 / 143
+            app(args=args, prog_name="nvperf-bridge")
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -133,6 +133,10 @@ SILHOUETTE_SAMPLE = 2_000  # the silhouette (O(n^2)) is computed on a seeded sam
 ELASTICITY_MIN = 0.25  # a group must move time at least this much (d log t / d log x)...
 ELASTICITY_RATIO = 2.0  # ...and at least this many times more than any other group
 DEFAULT_COALESCED_SECTORS = 4.0  # 32 threads x 4 bytes / 32-byte sectors on sector GPUs
+# A feature value beyond this is treated as not finite (an input guard, not part of the paper): no
+# counter of a real run gets near it (1e18 instructions is ~30 years of one GPU), but a ratio over a
+# near-zero denominator does (1e12 / 1e-200), and its square overflows float64 in the standardisation.
+FEATURE_LIMIT = 1e30
 
 # (feature, transform, group, canonical columns it is computed from); the paper's
 # analogue (Table 3) in the comment. Groups feed the bottleneck attribution.
@@ -197,7 +201,8 @@ def feature_table(kernels: pd.DataFrame, coalesced_sectors: float) -> pd.DataFra
     with np.errstate(divide="ignore", invalid="ignore"):
         table["memory_intensity"] = (requests / executed).where(executed > 0)  # Sec. 5.1 Memory Intensity
         table["memory_efficiency"] = (requests * coalesced_sectors / sectors).where(sectors > 0)  # Sec. 5.1 Memory Efficiency
-    return pd.DataFrame(table, index=kernels.index)[[name for name, *_ in FEATURES]]
+    frame = pd.DataFrame(table, index=kernels.index)[[name for name, *_ in FEATURES]]
+    return frame.where(~(frame.abs() > FEATURE_LIMIT))  # NaN beyond FEATURE_LIMIT (NaN stays NaN)
 
 
 def _transform(values: np.ndarray, transforms: list[str]) -> np.ndarray:
@@ -763,7 +768,7 @@ def predict(kernels: pd.DataFrame, data: Mapping[str, Any], mode: str = "trained
     reasons = missing_inputs(kernels, needed)
     values = table[data["features"]].to_numpy(dtype="float64")
     bad_values = ~np.isfinite(_transform(values, data["transforms"])).all(axis=1)
-    reasons[(reasons == "") & bad_values] = "a counter used as a Kerr feature is negative or not finite"
+    reasons[(reasons == "") & bad_values] = f"a counter used as a Kerr feature is negative, not finite or beyond {FEATURE_LIMIT:g}"
     ok = (reasons == "").to_numpy()
     if fill:
         _fill(result, kernels.index[ok], data, table[ok], mode)

@@ -14,9 +14,11 @@ import json
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -25,6 +27,7 @@ import pytest
 from nvperf_bridge.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
+FIXTURE_YAML = REPO / "tests" / "fixtures" / "reports" / "demo_gtx280.yaml"
 
 HOSTILE_NAMES = [
     "=1+2", "+SUM(A1:A9)", "-2+3", "@SUM(1,1)", "\tTAB_START", "\rCR_START", "=cmd|' /C calc'!A0",
@@ -188,6 +191,19 @@ def _strays(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if ".tmp" in p.name or p.name.startswith("."))
 
 
+def _default_signals() -> None:
+    """In a child: SIGINT and SIGTERM back to their default actions. A child inherits an ignored
+    signal (pytest started by nohup, as a background job, by some CI runners), and these tests are
+    about what the tool does when the signal arrives."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def _run_child(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300, cwd=cwd,
+                          preexec_fn=_default_signals)
+
+
 INTERRUPT_IN_WRITE = """
 import os, signal, sys
 import nvperf_bridge.reports.write as write
@@ -201,7 +217,7 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
-@pytest.mark.parametrize("signame", ["SIGINT", "SIGKILL"])
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGKILL"])
 def test_signal_between_temp_file_and_rename_keeps_the_previous_file(tmp_path: Path, signame: str) -> None:
     source = _big_input(tmp_path, 30)
     out_dir = tmp_path / "out"
@@ -209,11 +225,12 @@ def test_signal_between_temp_file_and_rename_keeps_the_previous_file(tmp_path: P
     out = out_dir / "out.xlsx"
     assert main(["analyze", str(source), "-o", str(out), "-q"]) == 0
     previous = out.read_bytes()
-    proc = subprocess.run([sys.executable, "-c", INTERRUPT_IN_WRITE, signame, "analyze", str(source), "-o", str(out),
-                           "--force", "-q"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    proc = _run_child("-c", INTERRUPT_IN_WRITE, signame, "analyze", str(source), "-o", str(out), "--force", "-q",
+                      cwd=tmp_path)
     assert out.read_bytes() == previous
-    if signame == "SIGINT":
-        assert proc.returncode == 130 and "Traceback" not in proc.stderr
+    if signame in ("SIGINT", "SIGTERM"):
+        assert proc.returncode == 128 + getattr(signal, signame), proc.stderr
+        assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
         assert _strays(out_dir) == []  # the temporary file was removed
     else:
         assert proc.returncode == -signal.SIGKILL
@@ -231,7 +248,8 @@ def test_signal_at_random_moments_never_leaves_a_partial_file(tmp_path: Path, si
     out.write_bytes(b"previous complete report")  # stands in for an earlier run's workbook
     for delay in (0.5, 1.5, 3.0, 5.0):
         proc = subprocess.Popen([sys.executable, "-m", "nvperf_bridge", "analyze", str(source), "-o", str(out),
-                                 "--force", "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+                                 "--force", "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                                preexec_fn=_default_signals)
         time.sleep(delay)
         proc.send_signal(getattr(signal, signame))
         _, err = proc.communicate(timeout=300)
@@ -246,3 +264,136 @@ def test_signal_at_random_moments_never_leaves_a_partial_file(tmp_path: Path, si
             assert _strays(out_dir) == []
         else:
             assert all(re.fullmatch(r"\.out\.xlsx\..+\.tmp", name) for name in _strays(out_dir))
+
+
+INTERRUPT_IN_WORKBOOK = """
+import os, signal, sys
+from openpyxl.worksheet import _write_only
+real_append = _write_only.WriteOnlyWorksheet.append
+calls = []
+def append_then_signal(self, row):
+    calls.append(1)
+    if len(calls) == int(sys.argv[2]):  # in the middle of building the workbook, as Ctrl-C under load lands
+        os.kill(os.getpid(), getattr(signal, sys.argv[1]))
+    return real_append(self, row)
+_write_only.WriteOnlyWorksheet.append = append_then_signal
+from nvperf_bridge.cli import main
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_signal_while_the_workbook_is_built_prints_one_line(tmp_path: Path, signame: str) -> None:
+    """A signal inside openpyxl: no "Exception ignored" tracebacks from its half-built sheets, the
+    previous file kept, no temporary file left."""
+    source = _big_input(tmp_path, 30)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    out = out_dir / "out.xlsx"
+    out.write_bytes(b"previous complete report")
+    for at in (3, 12):
+        proc = _run_child("-c", INTERRUPT_IN_WORKBOOK, signame, str(at), "analyze", str(source), "-o", str(out),
+                          "--force", "-q", cwd=tmp_path)
+        assert proc.returncode == 128 + getattr(signal, signame), proc.stderr
+        assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
+        assert proc.stderr.count("\n") == 1, proc.stderr
+        assert out.read_bytes() == b"previous complete report"
+        assert _strays(out_dir) == []
+
+
+def test_stale_temporary_file_of_a_killed_run_is_removed_next_time(tmp_path: Path) -> None:
+    """A SIGKILLed run leaves its temporary file; the next write to that output removes it when its
+    process is gone, and keeps one whose process still runs (it may be writing it)."""
+    from nvperf_bridge.reports.write import _temp_name
+
+    out = tmp_path / "out.json"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        stale = Path(_temp_name(out).replace(f"-{os.getpid()}-", f"-{int(dead.stdout)}-"))
+        busy = Path(_temp_name(out).replace(f"-{os.getpid()}-", f"-{alive.pid}-"))
+        other = tmp_path / ".other.json.nvperf-x-1-00000000.tmp"  # another output's: not ours to judge
+        for path in (stale, busy, other):
+            path.write_bytes(b"half a report")
+        assert main(["analyze", str(FIXTURE_YAML), "-o", str(out), "-q"]) == 0
+        assert json.loads(out.read_text())["schema_version"] >= 1
+        assert not stale.exists() and busy.exists() and other.exists()
+    finally:
+        alive.kill()
+        alive.wait()
+
+
+# ---- what an output path names --------------------------------------------------------
+
+def test_fifo_is_streamed_to_not_replaced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    assert main(["analyze", str(FIXTURE_YAML), "-f", "json", "-o", str(fifo), "--force", "-q"]) == 0, \
+        capsys.readouterr().err
+    reader.join(60)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert json.loads(received[0])["kernels"]
+    assert _strays(tmp_path) == []
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+def test_dev_full_with_force_keeps_the_device_node(capsys: pytest.CaptureFixture[str]) -> None:
+    """As root the old rename-over-target replaced /dev/full with a regular file."""
+    before = os.lstat("/dev/full")
+    assert main(["analyze", str(FIXTURE_YAML), "-f", "json", "-o", "/dev/full", "--force", "-q"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "/dev/full" in err and "No space left on device" in err, err
+    after = os.lstat("/dev/full")
+    assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev
+
+
+def test_dev_null_and_dash(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert main(["analyze", str(FIXTURE_YAML), "-f", "csv", "-o", "/dev/null", "-q"]) == 0
+    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["analyze", str(FIXTURE_YAML), "-f", "csv", "-o", "-", "-q"]) == 0
+    assert capsys.readouterr().out.startswith("kernel_id")  # the report went to stdout...
+    assert list(tmp_path.iterdir()) == []  # ...not to a file named '-'
+
+
+def test_symlink_target_is_replaced_only_with_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    real = tmp_path / "data" / "report.json"
+    real.parent.mkdir()
+    real.write_text("precious")
+    link = tmp_path / "latest.json"
+    link.symlink_to(real)
+    assert main(["analyze", str(FIXTURE_YAML), "-o", str(link), "-q"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "symbolic link" in err and "--force" in err
+    assert real.read_text() == "precious"
+    assert main(["analyze", str(FIXTURE_YAML), "-o", str(link), "--force", "-q"]) == 0
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert json.loads(real.read_text())["kernels"]
+    assert _strays(real.parent) == [] and _strays(tmp_path) == []
+    assert main(["analyze", "--help"]) == 0
+    assert "symbolic link" in " ".join(capsys.readouterr().out.split())
+
+
+def test_folder_or_unwritable_output_fails_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import nvperf_bridge.commands.analyze as analyze
+
+    def no_work(*args, **kwargs):  # noqa: ANN002, ANN003
+        raise AssertionError("the analysis ran before the output was checked")
+
+    monkeypatch.setattr(analyze, "build_analysis", no_work)
+    assert main(["analyze", str(FIXTURE_YAML), "-o", str(tmp_path), "-f", "json", "--force"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is a folder" in err
+    assert main(["analyze", str(FIXTURE_YAML), "-o", str(tmp_path / "missing" / "r.json")]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    if os.geteuid() != 0:  # root may write anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        assert main(["analyze", str(FIXTURE_YAML), "-o", str(locked / "r.json")]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "permission denied" in err

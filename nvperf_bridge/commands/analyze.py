@@ -24,8 +24,10 @@ def analyze_command(
     fmt: Optional[str] = typer.Option(None, "--format", "-f",
                                       help="md, json, csv or xlsx (default: from the -o suffix, else md)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
-                                          help="Write the report here (default: stdout; xlsx needs -o)."),
-    force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
+                                          help="Write the report here (default or '-': stdout; xlsx needs a "
+                                               "file). A device or FIFO is written to directly, never replaced."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing output file; for a symbolic link, "
+                                                      "the file it points to (the link is kept)."),
     plugin: Optional[List[Path]] = typer.Option(None, "--plugin", help="Also load models from this .py file."),
     model_data: Optional[List[str]] = typer.Option(None, "--model-data", metavar="MODEL=FILE.json",
                                                    help="JSON a model needs, e.g. kerr=kerr.json (from 'fit')."),
@@ -45,6 +47,8 @@ def analyze_command(
     from nvperf_bridge.reports.render import format_for, report_outputs
     from nvperf_bridge.reports.write import check_writable, write_outputs
 
+    if output is not None and str(output) == "-":
+        output = None  # '-' is stdout
     report_format = format_for(fmt, output)
     if report_format == "xlsx" and output is None:
         raise UsageError("an Excel report needs a file", hint="pass -o review.xlsx")
