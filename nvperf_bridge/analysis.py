@@ -11,11 +11,12 @@ This module is the library entry point behind ``nvperf-bridge analyze``::
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import pandas as pd
 
@@ -174,8 +175,35 @@ def run_models(
 ) -> tuple[dict[str, ModelRun], list[str]]:
     """Evaluate each selected model in isolation; one model's failure never stops the others.
 
-    ``timeout_s`` bounds each model's evaluate (None: no limit).
+    ``timeout_s`` bounds each model's evaluate (None: no limit). The launch geometry
+    (``launch.launch_geometry``) is computed once here and shared by every model.
     """
+    with _shared_launch_geometry(kernels, gpu):
+        return _run_models(kernels, gpu, registry, model_ids, options, timeout_s)
+
+
+@contextlib.contextmanager
+def _shared_launch_geometry(kernels: pd.DataFrame, gpu: GpuProfile) -> Iterator[None]:
+    """The launch geometry computed once for the models of a run; should that fail, each model
+    computes its own (and fails in isolation)."""
+    from nvperf_bridge.launch import shared_geometry
+
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(shared_geometry(kernels, gpu))
+        except Exception:  # noqa: BLE001 - the models that need it report it, one by one
+            pass
+        yield
+
+
+def _run_models(
+    kernels: pd.DataFrame,
+    gpu: GpuProfile,
+    registry: Registry,
+    model_ids: list[str] | None,
+    options: Mapping[str, Mapping[str, Any]] | None,
+    timeout_s: float | None,
+) -> tuple[dict[str, ModelRun], list[str]]:
     options = options or {}
     warnings = list(registry.problems)
     wanted = list(registry.models) if not model_ids else list(model_ids)

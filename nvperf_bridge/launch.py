@@ -1,29 +1,204 @@
-"""Launch geometry shared by the analytical models, vectorised over a KernelFrame.
+"""Launch geometry: computed once per KernelFrame and read by every model.
 
-The papers' inputs that come from the launch shape and occupancy (DESIGN.md,
-"Mapping counters to the papers' inputs"):
+One :class:`LaunchGeometry` holds, per kernel, the papers' inputs that come from
+the launch shape, the occupancy and the GPU profile (DESIGN.md, "Mapping
+counters to the papers' inputs"):
 
-- warps per block = ceil(block_threads / warp_size); total warps = grid_blocks x that.
-- per-thread counts = warp-level totals / total warps (the papers count each
-  instruction once per thread, and a warp executes it once for 32 threads).
-- active warps per SM N = achieved_occupancy x max warps per SM; without an
-  achieved occupancy, the theoretical occupancy; without that, the resource
-  limit computed from registers, shared memory, threads and blocks per SM.
-- active SMs = min(SM count, grid_blocks).
-- #Rep = grid_blocks / (active blocks per SM x active SMs).
+- warps per block = ceil(block_threads / warp size); total warps = grid_blocks x that;
+- theoretical blocks, warps and occupancy per SM with the limiter, from the
+  occupancy calculator (:mod:`nvperf_bridge.occupancy`) for the profile's compute
+  capability;
+- active SMs = min(SM count, grid_blocks);
+- resident blocks per SM = min(theoretical blocks per SM, ceil(grid_blocks / active SMs));
+- warps per SM = total warps / active SMs: every warp one SM runs over the launch;
+- N, the active warps per SM = achieved_occupancy x max warps per SM; without an
+  achieved occupancy, the theoretical occupancy the profiler printed; without
+  that, the calculator's resident warps. N is at least one warp and never more
+  than the SM's warps per SM;
+- #Rep = warps per SM / N, so that N x #Rep is exactly the warps each SM runs.
+  With N = resident warps this is Hong-Kim Eq. 21, grid_blocks / (active blocks
+  per SM x active SMs). (The earlier form floor(N / warps per block) blocks and
+  #Rep = grid / (blocks x SMs) made N x #Rep up to twice the SM's warps when the
+  achieved occupancy was fractional: issue 15's launch-geometry defect.)
+- active blocks per SM = N / warps per block (a time average, fractional when N
+  comes from a measured occupancy), so active blocks x #Rep = grid / active SMs;
+- waves = grid_blocks / (theoretical blocks per SM x SM count), as ncu's
+  ``launch__waves_per_multiprocessor``; full waves = ceil(waves), the last one a
+  tail wave when waves is not whole.
+
+``analysis.run_models`` computes the geometry once (:func:`shared_geometry`) and
+every model's :func:`launch_geometry` call during that run returns the same
+object; a third-party plugin (or a call outside ``run_models``) gets a fresh
+computation. The module-level functions (``active_warps_per_sm``,
+``repetitions``, ...) are kept for plugins written against them and read the
+same geometry.
 """
 
 from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.model import column_or_nan
+from nvperf_bridge.occupancy import frame_occupancy
 
+# Where N came from, per kernel.
+N_FROM_ACHIEVED = "achieved_occupancy"
+N_FROM_THEORETICAL = "theoretical_occupancy"
+N_FROM_CALCULATOR = "occupancy calculator"
+
+# Canonical columns the geometry reads (a change in any of them means another geometry).
+INPUT_COLUMNS = ("grid_blocks", "block_threads", "registers_per_thread", "shared_mem_per_block_bytes",
+                 "achieved_occupancy", "theoretical_occupancy")
+
+GEOMETRY_COLUMNS = (
+    "warps_per_block", "total_warps", "active_sms", "theoretical_blocks_per_sm", "theoretical_warps_per_sm",
+    "theoretical_occupancy_calc", "occupancy_limiter", "occupancy_limiters", "occupancy_invalid_reason",
+    "occupancy_missing_inputs",
+    "resident_blocks_per_sm", "warps_per_sm", "active_warps_per_sm", "active_warps_source",
+    "active_blocks_per_sm", "repetitions", "waves", "full_waves",
+)
+
+
+@dataclass(frozen=True)
+class LaunchGeometry:
+    """Per-kernel launch geometry on one GPU profile; ``table`` has the columns of ``GEOMETRY_COLUMNS``."""
+
+    table: pd.DataFrame
+    gpu_id: str
+
+    @property
+    def index(self) -> pd.Index:
+        return self.table.index
+
+    def __getattr__(self, name: str) -> pd.Series:
+        # every column is also an attribute: geometry.active_warps_per_sm, geometry.repetitions, ...
+        table = self.__dict__.get("table")
+        if table is not None and name in table.columns:
+            return table[name]
+        raise AttributeError(name)
+
+
+def compute_geometry(kernels: pd.DataFrame, gpu: GpuProfile) -> LaunchGeometry:
+    """The launch geometry of every kernel of ``kernels`` on ``gpu`` (see the module docstring)."""
+    occ = frame_occupancy(kernels, gpu)
+    index = kernels.index
+    grid = column_or_nan(kernels, "grid_blocks").where(lambda g: g > 0)
+    wpb = occ["warps_per_block"]
+    max_warps = float(gpu.max_warps_per_sm)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        total_warps = grid * wpb
+        active_sms = np.minimum(grid, float(gpu.sm_count))
+        blocks_t = occ["theoretical_blocks_per_sm"].where(lambda b: b > 0)  # invalid launch: no resident blocks
+        resident_blocks = np.minimum(blocks_t, np.ceil(grid / active_sms))
+        resident_warps = resident_blocks * wpb
+        warps_per_sm = total_warps / active_sms
+
+        achieved = column_or_nan(kernels, "achieved_occupancy") * max_warps
+        theoretical = column_or_nan(kernels, "theoretical_occupancy") * max_warps
+        n = achieved.where(achieved > 0)
+        source = pd.Series(N_FROM_ACHIEVED, index=index, dtype="object")
+        use_theory = n.isna() & (theoretical > 0)
+        n = n.where(~use_theory, theoretical)
+        source[use_theory] = N_FROM_THEORETICAL
+        use_calc = n.isna()
+        n = n.where(~use_calc, resident_warps)
+        source[use_calc] = N_FROM_CALCULATOR
+        # At least the one warp that runs; never more warps than the grid gives one SM.
+        n = n.clip(lower=1.0)
+        n = n.where(~(n > warps_per_sm), warps_per_sm)
+        source[n.isna()] = ""
+
+        repetitions = warps_per_sm / n  # N x #Rep = warps per SM
+        active_blocks = n / wpb
+        waves = grid / (blocks_t * float(gpu.sm_count))
+    table = pd.DataFrame({
+        "warps_per_block": wpb,
+        "total_warps": total_warps,
+        "active_sms": active_sms,
+        "theoretical_blocks_per_sm": occ["theoretical_blocks_per_sm"],
+        "theoretical_warps_per_sm": occ["theoretical_warps_per_sm"],
+        "theoretical_occupancy_calc": occ["theoretical_occupancy"],
+        "occupancy_limiter": occ["occupancy_limiter"],
+        "occupancy_limiters": occ["occupancy_limiters"],
+        "occupancy_invalid_reason": occ["occupancy_invalid_reason"],
+        "occupancy_missing_inputs": occ["occupancy_missing_inputs"],
+        "resident_blocks_per_sm": resident_blocks,
+        "warps_per_sm": warps_per_sm,
+        "active_warps_per_sm": n,
+        "active_warps_source": source,
+        "active_blocks_per_sm": active_blocks,
+        "repetitions": repetitions,
+        "waves": waves,
+        "full_waves": np.ceil(waves),
+    }, index=index)
+    return LaunchGeometry(table, gpu.id)
+
+
+# ---- one geometry per frame during a run --------------------------------------
+
+_SHARED: dict[tuple, LaunchGeometry] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def _fingerprint(kernels: pd.DataFrame, gpu: GpuProfile) -> tuple | None:
+    """Identity of the inputs: the GPU object and the memory of each input column.
+
+    A shallow copy of the frame (what each model receives) shares its columns' memory,
+    so it has the same fingerprint; a replaced column does not. None when a column
+    is not a plain numpy array (then nothing is shared and the geometry is recomputed).
+    """
+    parts: list[object] = [id(gpu), len(kernels)]
+    for name in INPUT_COLUMNS:
+        if name not in kernels.columns:
+            parts.append(None)
+            continue
+        values = kernels[name].to_numpy(copy=False)
+        if not isinstance(values, np.ndarray) or values.dtype == object:
+            return None
+        parts.append((values.__array_interface__["data"][0], values.dtype.str, values.strides))
+    return tuple(parts)
+
+
+@contextmanager
+def shared_geometry(kernels: pd.DataFrame, gpu: GpuProfile) -> Iterator[LaunchGeometry]:
+    """Compute the geometry once; every :func:`launch_geometry` call on this frame (or a shallow
+    copy of it) with this profile returns it until the block ends."""
+    geometry = compute_geometry(kernels, gpu)
+    key = _fingerprint(kernels, gpu)
+    if key is None:
+        yield geometry
+        return
+    with _SHARED_LOCK:
+        _SHARED[key] = geometry
+    try:
+        yield geometry
+    finally:
+        with _SHARED_LOCK:
+            _SHARED.pop(key, None)
+
+
+def launch_geometry(kernels: pd.DataFrame, gpu: GpuProfile) -> LaunchGeometry:
+    """The launch geometry of ``kernels`` on ``gpu``: the run's shared one when there is one, else computed."""
+    key = _fingerprint(kernels, gpu)
+    if key is not None:
+        with _SHARED_LOCK:
+            shared = _SHARED.get(key)
+        if shared is not None and shared.index.equals(kernels.index):
+            return shared
+    return compute_geometry(kernels, gpu)
+
+
+# ---- the per-quantity functions (plugins written against them keep working) ----
 
 def warps_per_block(kernels: pd.DataFrame, gpu: GpuProfile) -> pd.Series:
-    return np.ceil(column_or_nan(kernels, "block_threads") / gpu.warp_size)
+    return np.ceil(column_or_nan(kernels, "block_threads").where(lambda t: t > 0) / gpu.warp_size)
 
 
 def total_warps(kernels: pd.DataFrame, gpu: GpuProfile) -> pd.Series:
@@ -36,54 +211,32 @@ def per_thread(kernels: pd.DataFrame, gpu: GpuProfile, column: str) -> pd.Series
 
 
 def resource_blocks_per_sm(kernels: pd.DataFrame, gpu: GpuProfile) -> pd.Series:
-    """Blocks per SM the hardware limits allow (threads/warps, blocks, registers, shared memory)."""
-    wpb = warps_per_block(kernels, gpu)
-    limits = [pd.Series(float(gpu.max_blocks_per_sm), index=kernels.index), np.floor(gpu.max_warps_per_sm / wpb)]
-    regs = column_or_nan(kernels, "registers_per_thread")
-    regs_per_block = regs * wpb * gpu.warp_size
-    limits.append(np.floor(gpu.registers_per_sm / regs_per_block.where(regs_per_block > 0)))
-    smem = column_or_nan(kernels, "shared_mem_per_block_bytes")
-    limits.append(np.floor(gpu.shared_mem_per_sm_bytes / smem.where(smem > 0)))
-    frame = pd.concat(limits, axis=1)
-    return frame.min(axis=1, skipna=True)
+    """Theoretical blocks per SM from the occupancy calculator (registers, shared memory, warps, blocks)."""
+    return launch_geometry(kernels, gpu).theoretical_blocks_per_sm
 
 
 def active_warps_per_sm(kernels: pd.DataFrame, gpu: GpuProfile) -> tuple[pd.Series, pd.Series]:
-    """N (active warps per SM) and where it came from, per kernel.
-
-    Source labels: 'achieved_occupancy', 'theoretical_occupancy', 'launch resources'.
-    The result never exceeds the warps the grid can put on one SM.
-    """
-    achieved = column_or_nan(kernels, "achieved_occupancy") * gpu.max_warps_per_sm
-    theoretical = column_or_nan(kernels, "theoretical_occupancy") * gpu.max_warps_per_sm
-    from_resources = resource_blocks_per_sm(kernels, gpu) * warps_per_block(kernels, gpu)
-    n = achieved.where(achieved > 0)
-    source = pd.Series("achieved_occupancy", index=kernels.index, dtype="object")
-    use_theory = n.isna() & (theoretical > 0)
-    n = n.where(~use_theory, theoretical)
-    source[use_theory] = "theoretical_occupancy"
-    use_resources = n.isna()
-    n = n.where(~use_resources, from_resources)
-    source[use_resources] = "launch resources"
-    # A grid smaller than the machine cannot fill an SM beyond its own warps.
-    sms = active_sms(kernels, gpu)
-    grid_cap = total_warps(kernels, gpu) / sms
-    n = np.minimum(n, grid_cap.where(grid_cap > 0, n))
-    source[n.isna()] = ""
-    return n, source
+    """N (active warps per SM) and where it came from, per kernel
+    ('achieved_occupancy', 'theoretical_occupancy', 'occupancy calculator')."""
+    geometry = launch_geometry(kernels, gpu)
+    return geometry.active_warps_per_sm, geometry.active_warps_source
 
 
 def active_sms(kernels: pd.DataFrame, gpu: GpuProfile) -> pd.Series:
     """min(SM count, grid_blocks)."""
-    return np.minimum(column_or_nan(kernels, "grid_blocks"), float(gpu.sm_count))
+    return launch_geometry(kernels, gpu).active_sms
 
 
 def active_blocks_per_sm(kernels: pd.DataFrame, gpu: GpuProfile) -> pd.Series:
-    """Resident blocks per SM implied by N (at least one when the kernel runs)."""
-    n, _ = active_warps_per_sm(kernels, gpu)
-    return np.maximum(np.floor(n / warps_per_block(kernels, gpu) + 1e-9), 1.0).where(n.notna())
+    """Active blocks per SM = N / warps per block (fractional when N comes from a measured occupancy)."""
+    return launch_geometry(kernels, gpu).active_blocks_per_sm
 
 
 def repetitions(kernels: pd.DataFrame, gpu: GpuProfile) -> pd.Series:
-    """#Rep = grid_blocks / (active blocks per SM x active SMs) (Hong-Kim Eq. 20's #Rep)."""
-    return column_or_nan(kernels, "grid_blocks") / (active_blocks_per_sm(kernels, gpu) * active_sms(kernels, gpu))
+    """#Rep = warps per SM / N (Hong-Kim Eq. 21 when N is the resident warps)."""
+    return launch_geometry(kernels, gpu).repetitions
+
+
+__all__ = ["GEOMETRY_COLUMNS", "LaunchGeometry", "active_blocks_per_sm", "active_sms", "active_warps_per_sm",
+           "compute_geometry", "launch_geometry", "per_thread", "repetitions", "resource_blocks_per_sm",
+           "shared_geometry", "total_warps", "warps_per_block"]

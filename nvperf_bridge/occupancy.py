@@ -46,18 +46,19 @@ if TYPE_CHECKING:
 
 TABLE_FILE = "compute_capabilities.csv"
 
-# Limiter labels, in the order a tie is reported: what the kernel's code controls first.
-LIMIT_REGISTERS = "registers"
-LIMIT_SHARED = "shared memory"
+# Limiter labels, in the order a tie is reported: the SM's own caps first, since when one of them
+# binds as well, using fewer registers or less shared memory gains no block.
 LIMIT_WARPS = "warps"
 LIMIT_BLOCKS = "blocks"
+LIMIT_REGISTERS = "registers"
+LIMIT_SHARED = "shared memory"
 LIMIT_INVALID = "invalid launch"
-LIMITERS = (LIMIT_REGISTERS, LIMIT_SHARED, LIMIT_WARPS, LIMIT_BLOCKS, LIMIT_INVALID)
+LIMITERS = (LIMIT_WARPS, LIMIT_BLOCKS, LIMIT_REGISTERS, LIMIT_SHARED, LIMIT_INVALID)
 
 OCCUPANCY_COLUMNS = (
     "warps_per_block", "blocks_limit_warps", "blocks_limit_registers", "blocks_limit_shared_mem",
     "blocks_limit_blocks", "theoretical_blocks_per_sm", "theoretical_warps_per_sm", "theoretical_occupancy",
-    "occupancy_limiter", "occupancy_invalid_reason", "occupancy_missing_inputs",
+    "occupancy_limiter", "occupancy_limiters", "occupancy_invalid_reason", "occupancy_missing_inputs",
     "allocated_registers_per_block", "allocated_shared_mem_per_block_bytes",
 )
 
@@ -184,7 +185,8 @@ def occupancy(
 
     Returns one row per launch with the columns of ``OCCUPANCY_COLUMNS``: the block
     limit of each resource (``inf`` when the kernel uses none of it), the theoretical
-    blocks and warps per SM, the occupancy (0..1), the limiter, why a launch is
+    blocks and warps per SM, the occupancy (0..1), the limiter (on a tie the first of
+    ``LIMITERS``) and every limit that binds ("warps and registers"), why a launch is
     invalid, and which inputs were missing (a missing register or shared-memory
     count leaves that limit out: the result is then an upper bound, and
     ``occupancy_missing_inputs`` says so). ``shared_mem_per_block_bytes`` is static
@@ -251,11 +253,12 @@ def occupancy(
                                    f"(cc {L.cc})" for r in regs_check[regs_block_over]]
         smem_limit = L.max_shared_mem_per_block_optin_bytes + L.reserved_shared_mem_per_block_bytes
         smem_over = (reason == "") & (smem_alloc > smem_limit)
-        reason[smem_over] = [f"{s:.0f} bytes of shared memory per block exceeds the maximum of "
-                             f"{L.max_shared_mem_per_block_optin_bytes} (cc {L.cc}, with opt-in)" for s in smem[smem_over]]
+        optin = L.max_shared_mem_per_block_optin_bytes
+        reason[smem_over] = [f"{s:.0f} bytes of shared memory per block exceeds the maximum of {optin} "
+                             f"(cc {L.cc}, with opt-in)" for s in smem[smem_over]]
         invalid = reason != ""
 
-        limits_stack = np.vstack([by_regs, by_smem, by_warps, by_blocks])  # LIMITERS order
+        limits_stack = np.vstack([by_warps, by_blocks, by_regs, by_smem])  # LIMITERS order
         blocks = np.nanmin(np.where(np.isnan(limits_stack), np.inf, limits_stack), axis=0)
         blocks = np.where(valid_shape, blocks, np.nan)
         blocks = np.where(invalid, 0.0, blocks)
@@ -263,11 +266,13 @@ def occupancy(
         occ = warps / L.max_warps_per_sm
 
     binding = limits_stack == blocks  # NaN compares False: a missing input never binds
-    first = np.argmax(binding, axis=0)
-    limiter = np.asarray(LIMITERS[:4], dtype=object)[first]
-    limiter = np.where(binding.any(axis=0), limiter, "")
+    names = np.asarray(LIMITERS[:4], dtype=object)
+    limiter = np.where(binding.any(axis=0), names[np.argmax(binding, axis=0)], "")
+    every = np.asarray([" and ".join(names[col]) for col in binding.T] or [], dtype=object)
     limiter = np.where(invalid, LIMIT_INVALID, limiter)
-    limiter = np.where(np.isnan(blocks), "", limiter)
+    every = np.where(invalid, LIMIT_INVALID, every)
+    unknown = np.isnan(blocks)
+    limiter, every = np.where(unknown, "", limiter), np.where(unknown, "", every)
     missing = np.full(n, "", dtype=object)
     no_regs, no_smem = np.isnan(regs), np.isnan(smem)
     missing[no_regs & ~no_smem] = "registers_per_thread"
@@ -278,7 +283,8 @@ def occupancy(
         "warps_per_block": wpb, "blocks_limit_warps": by_warps, "blocks_limit_registers": by_regs,
         "blocks_limit_shared_mem": by_smem, "blocks_limit_blocks": by_blocks,
         "theoretical_blocks_per_sm": blocks, "theoretical_warps_per_sm": warps, "theoretical_occupancy": occ,
-        "occupancy_limiter": limiter, "occupancy_invalid_reason": reason, "occupancy_missing_inputs": missing,
+        "occupancy_limiter": limiter, "occupancy_limiters": every, "occupancy_invalid_reason": reason,
+        "occupancy_missing_inputs": missing,
         "allocated_registers_per_block": regs_block, "allocated_shared_mem_per_block_bytes": smem_alloc,
     }, index=index if index is not None else pd.RangeIndex(n))
     return out

@@ -42,14 +42,16 @@ paper symbol (equation)    source
                            barrier count (nvprof cannot collect one), the
                            kernel is predicted without Synch_cost and its
                            ``state`` and ``Synch_source`` say so.
-N (20)                     ``launch.active_warps_per_sm``: achieved_occupancy
+N (20)                     ``LaunchGeometry.active_warps_per_sm``: achieved_occupancy
                            x ``max_warps_per_sm`` (else theoretical occupancy,
-                           else the launch's resource limit), at most the
-                           grid's warps per SM; at least 1.
-#Active_SMs (6, 21)        ``launch.active_sms``: min(``sm_count``, grid_blocks)
-#Active_blocks_per_SM      ``launch.active_blocks_per_sm``: floor(N / warps
-(21, 26)                   per block), at least 1
-#Rep (21)                  ``launch.repetitions``
+                           else the occupancy calculator's resident warps), at
+                           most the grid's warps per SM; at least 1.
+#Active_SMs (6, 21)        ``LaunchGeometry.active_sms``: min(``sm_count``, grid_blocks)
+#Active_blocks_per_SM      ``LaunchGeometry.active_blocks_per_sm``: N / warps per
+(21, 26)                   block (fractional when N is a measured occupancy)
+#Rep (21)                  ``LaunchGeometry.repetitions``: warps per SM / N, so
+                           that N x #Rep is the warps each SM runs (Eq. 21
+                           when N is the resident warps)
 #Threads_per_block,        ``block_threads``, ``grid_blocks`` (25)
 #Blocks
 Freq (7)                   ``sm_clock_hz`` when measured, else the profile's
@@ -261,8 +263,9 @@ class HongKimModel:
         c = float(gpu.get("coalesced_sectors_per_request", DEFAULT_COALESCED_SECTORS))
 
         with np.errstate(divide="ignore", invalid="ignore"):
-            total_warps = launch.total_warps(kernels, gpu)
-            warps_per_block = launch.warps_per_block(kernels, gpu)
+            geometry = launch.launch_geometry(kernels, gpu)  # computed once per frame, shared by the models
+            total_warps = geometry.total_warps
+            warps_per_block = geometry.warps_per_block
             blocks = column_or_nan(kernels, "grid_blocks")
             ld = column_or_nan(kernels, "inst_global_ld")
             st = column_or_nan(kernels, "inst_global_st")
@@ -324,11 +327,11 @@ class HongKimModel:
                 Mem_LD = pd.Series(const["Mem_LD"], index=index)
 
             freq, clock_source = sm_clock(kernels, gpu)
-            N_raw, N_source = launch.active_warps_per_sm(kernels, gpu)
+            N_raw, N_source = geometry.active_warps_per_sm, geometry.active_warps_source
             N = N_raw.clip(lower=1.0)  # (20); at least the one warp that runs
-            active_sms = launch.active_sms(kernels, gpu)
-            active_blocks = launch.active_blocks_per_sm(kernels, gpu)
-            Rep = launch.repetitions(kernels, gpu)  # (21)
+            active_sms = geometry.active_sms
+            active_blocks = geometry.active_blocks_per_sm
+            Rep = geometry.repetitions  # (21)
 
             # --- memory latency and departure delay ---
             Mem_L_Uncoal = Mem_LD + (U - 1.0) * const["Departure_del_uncoal"]  # (10)

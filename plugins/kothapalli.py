@@ -193,7 +193,8 @@ class KothapalliModel:
         L = const["global_latency"]
 
         with np.errstate(divide="ignore", invalid="ignore"):
-            total_warps = launch.total_warps(kernels, gpu)
+            geometry = launch.launch_geometry(kernels, gpu)  # computed once per frame, shared by the models
+            total_warps = geometry.total_warps
             blocks = column_or_nan(kernels, "grid_blocks")
             g_ld = column_or_nan(kernels, "inst_global_ld")
             g_st = column_or_nan(kernels, "inst_global_st")
@@ -235,7 +236,7 @@ class KothapalliModel:
 
             # --- Eq. (3) and (4) ---
             N_B = np.ceil(blocks / float(gpu.sm_count))
-            N_w = launch.warps_per_block(kernels, gpu)
+            N_w = geometry.warps_per_block
             scale = N_B * N_w * N_t / (N_C * D)
             C_K_max = scale * C_T_max  # (3)
             C_K_sum = scale * C_T_sum  # (3)

@@ -67,15 +67,15 @@ count (a warp executes each instruction once for its 32 threads).
 - ``D_mem`` = bytes per thread per access (option, default 4: the paper's
   float benchmarks). ``N_thread`` = the profile's ``warp_size``.
 - ``N_act`` = active warps per SM = achieved_occupancy x ``max_warps_per_sm``
-  (``launch.active_warps_per_sm``: theoretical occupancy, then the launch's
-  resource limit when achieved occupancy was not collected; the column
-  ``N_act_source`` says which).
+  (``LaunchGeometry.active_warps_per_sm``: theoretical occupancy, then the
+  occupancy calculator's resident warps when achieved occupancy was not
+  collected; the column ``N_act_source`` says which).
 - ``N_sm`` = active SMs = min(``sm_count``, grid_blocks); ``GPU_bwt`` =
   ``memory_bandwidth_gb_per_s`` / ``sm_clock_mhz`` in bytes per SM-clock
   (``t_mem`` and Table 1 are in GPU clocks). ``m`` of (4) = ``max_warps_per_sm``.
 - a, b, c, d (Section 3.4, GTX 260: 3, 11, 0.5, 80) are model constants.
 - Kernel time = #Rep x (T_first + (K - 1) T_steady) cycles, #Rep =
-  ``launch.repetitions`` (rounds of resident blocks); the first period has no
+  ``LaunchGeometry.repetitions`` (warps per SM / N_act); the first period has no
   previous memory task (type 1 or 2), the steady periods repeat the same
   (c, m), so they are type 1 or 4. ns = cycles / SM clock (the measured ``sm_clock_hz`` when present, else ``sm_clock_mhz``;
   ``clock_source`` says which).
@@ -136,13 +136,7 @@ from nvperf_bridge.columns import describe_missing
 from nvperf_bridge.counters import sm_clock
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
-from nvperf_bridge.launch import (
-    active_sms,
-    active_warps_per_sm,
-    per_thread,
-    repetitions,
-    total_warps,
-)
+from nvperf_bridge.launch import launch_geometry
 from nvperf_bridge.model import (
     ConstantSpec,
     Requirements,
@@ -305,10 +299,11 @@ class LuoSudaModel:
         form = choice_option(options, "mpd_form", MPD_FORMS, self.id)
 
         clock_hz, clock_source = sm_clock(kernels, gpu)
-        warps = total_warps(kernels, gpu)
+        geometry = launch_geometry(kernels, gpu)  # computed once per frame, shared by the models
+        warps = geometry.total_warps
         # Per-warp (= the paper's per-thread) instruction counts.
-        I_total = per_thread(kernels, gpu, "inst_executed")
-        I_gmem = per_thread(kernels, gpu, "inst_global_ld") + per_thread(kernels, gpu, "inst_global_st")
+        I_total = column_or_nan(kernels, "inst_executed") / warps
+        I_gmem = (column_or_nan(kernels, "inst_global_ld") + column_or_nan(kernels, "inst_global_st")) / warps
         shared_ld, shared_st = column_or_nan(kernels, "inst_shared_ld"), column_or_nan(kernels, "inst_shared_st")
         smem_known = shared_ld.notna() | shared_st.notna()
         # Not collected: shared instructions stay inside I_comp (costed as computation), and the output says so.
@@ -330,8 +325,8 @@ class LuoSudaModel:
         c_i = cost_c / K
         m_i = (I_gmem / K) * N_trans * k["t_mem"]
 
-        N_act, N_source = active_warps_per_sm(kernels, gpu)
-        N_sm = active_sms(kernels, gpu)
+        N_act, N_source = geometry.active_warps_per_sm, geometry.active_warps_source
+        N_sm = geometry.active_sms
         GPU_bwt = gpu.memory_bandwidth_bytes_per_s / clock_hz  # bytes per GPU clock
         with np.errstate(divide="ignore", invalid="ignore"):
             Warp_bwt = gpu.warp_size * D_mem / (N_trans * k["t_mem"])  # (1)
@@ -342,7 +337,7 @@ class LuoSudaModel:
         first = period_times(0.0, 0.0, c_i, m_i, N_act, MPD, cp["CPD"], has_prev=False)
         steady = period_times(c_i, m_i, c_i, m_i, N_act, MPD, cp["CPD"], has_prev=True)
         T_round = first["T_i"] + (K - 1.0) * steady["T_i"]
-        Rep = repetitions(kernels, gpu)
+        Rep = geometry.repetitions
         cycles = Rep * T_round
 
         # ---- errors ---------------------------------------------------------------

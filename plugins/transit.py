@@ -122,7 +122,7 @@ from nvperf_bridge.columns import describe_missing
 from nvperf_bridge.counters import dram_bytes
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
-from nvperf_bridge.launch import active_sms, active_warps_per_sm
+from nvperf_bridge.launch import launch_geometry
 from nvperf_bridge.model import (
     ConstantSpec,
     Requirements,
@@ -280,7 +280,8 @@ class TransitModel:
                              f"capacity_tolerance in [0, 1); got {precision!r}, {tolerance!r}")
 
         # ---- workload inputs (Section 3) ----------------------------------------------
-        warps, n_source = active_warps_per_sm(kernels, gpu)
+        geometry = launch_geometry(kernels, gpu)  # computed once per frame, shared by the models
+        warps, n_source = geometry.active_warps_per_sm, geometry.active_warps_source
         n = warps * gpu.warp_size  # occupancy x max resident threads
         issued = column_or_nan(kernels, "inst_issued")
         executed = column_or_nan(kernels, "inst_executed")
@@ -304,7 +305,7 @@ class TransitModel:
         machine = machine_parameters(gpu, values, dp)
         eq = equilibrium(n.to_numpy(), w, machine["R"], machine["delta"], machine["M"], machine["CS_peak"], tolerance)
 
-        sms = active_sms(kernels, gpu)
+        sms = geometry.active_sms
         seconds = instructions / (pd.Series(eq["X"], index=kernels.index) * sms)
 
         # ---- errors -------------------------------------------------------------------

@@ -40,7 +40,7 @@ def test_active_warps_prefer_achieved_then_theoretical_then_resources(gpu) -> No
               achieved_occupancy=[0.25, np.nan, np.nan], theoretical_occupancy=[0.5, 0.5, np.nan])
     n, source = active_warps_per_sm(k, gpu)
     assert list(n) == [16, 32, 32]
-    assert list(source) == ["achieved_occupancy", "theoretical_occupancy", "launch resources"]
+    assert list(source) == ["achieved_occupancy", "theoretical_occupancy", "occupancy calculator"]
 
 
 def test_small_grid_caps_active_warps_and_reps(gpu) -> None:

@@ -147,5 +147,6 @@ def test_block_limits_match_ncu_raw_on_b200(realdata_dir: Path, name: str) -> No
     for column, ncu in (("blocks_limit_registers", "registers"), ("blocks_limit_warps", "warps"),
                         ("blocks_limit_shared_mem", "shared_mem"), ("blocks_limit_blocks", "blocks")):
         np.testing.assert_array_equal(ours[column], k[f"launch__occupancy_limit_{ncu}"], err_msg=column)
-    np.testing.assert_array_equal(ours.allocated_shared_mem_per_block_bytes, k["launch__shared_mem_per_block_allocated"])
+    np.testing.assert_array_equal(ours.allocated_shared_mem_per_block_bytes,
+                                  k["launch__shared_mem_per_block_allocated"])
     np.testing.assert_allclose(ours.theoretical_occupancy, k.theoretical_occupancy, atol=5e-5)
