@@ -19,10 +19,37 @@ class InputFile:
     notes: list[str] = field(default_factory=list)
 
 
+# the columns of ``ImportResult.rules``, in order
+RULE_COLUMNS: tuple[str, ...] = ("kernel_id", "kernel_name", "source", "source_row", "section", "rule", "type",
+                                 "message", "estimated_speedup_pct", "speedup_type")
+
+
+def empty_rules() -> pd.DataFrame:
+    """A rules table with no rows (files without Nsight Compute guidance)."""
+    frame = pd.DataFrame({c: pd.Series(dtype=object) for c in RULE_COLUMNS})
+    frame["estimated_speedup_pct"] = frame["estimated_speedup_pct"].astype("float64")
+    frame["source_row"] = frame["source_row"].astype("Int64")
+    return frame
+
+
 @dataclass
 class ImportResult:
-    """The canonical KernelFrame plus the files it came from and what to tell the user."""
+    """The canonical KernelFrame plus the files it came from and what to tell the user.
+
+    ``rules``: Nsight Compute's guidance rows of ``ncu --csv`` details files
+    (the 15- and 20-column layouts), one row per rule result and launch:
+    ``kernel_id`` (the id of the launch's row in ``kernels``, after ids were
+    made unique across files), ``kernel_name``, ``source`` / ``source_row``
+    (file and line of the rule row), ``section`` (the rule's section
+    identifier, e.g. "SpeedOfLight", "Occupancy"), ``rule`` (rule name, e.g.
+    "SOLBottleneck"), ``type`` ("OPT", "WRN", "INF" as ncu prints it),
+    ``message`` (ncu's prose), ``estimated_speedup_pct`` (ncu's estimated
+    speedup in percent, NaN when ncu gives none) and ``speedup_type``
+    ("global" / "local" or None). Empty (with these columns) when no input
+    carries rules. Rules are ncu's own guidance: reports show them as such.
+    """
 
     kernels: pd.DataFrame
     inputs: list[InputFile]
     warnings: list[str] = field(default_factory=list)
+    rules: pd.DataFrame = field(default_factory=empty_rules)

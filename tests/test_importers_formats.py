@@ -74,7 +74,8 @@ def test_ncu_details_2025_units_per_value_rules_and_ragged_rows() -> None:
     assert (k.loc["1", "grid_blocks"], k.loc["1", "block_threads"]) == (1024.0, 128.0)  # (64, 8, 2)
     assert k.loc["0", "cc"] == "12.0"
     assert k.loc["0", "device"] == "0"  # only an index in this layout
-    assert any("1 rule rows" in s for s in result.inputs[0].skipped)
+    assert len(result.rules) == 1 and result.rules["kernel_id"].iloc[0] in set(result.kernels["kernel_id"])
+    assert any("1 rule rows" in s for s in result.inputs[0].notes)
 
 
 def test_ncu_details_15_columns_lambda_names_flops_and_duration_from_cycles() -> None:

@@ -60,8 +60,18 @@ def build_report(result, gpu: str | None) -> dict:
         "filled": filled,
         "missing": missing,
         "raw_columns": len(raw),
+        "rules": _rule_summary(result),
         "warnings": list(result.warnings),
     }
+
+
+def _rule_summary(result) -> dict:
+    """How many Nsight Compute rule results were kept, by rule name."""
+    rules = getattr(result, "rules", None)
+    if rules is None or rules.empty:
+        return {"count": 0, "by_rule": {}}
+    counts = rules["rule"].fillna("(unnamed)").value_counts()
+    return {"count": int(len(rules)), "by_rule": {str(k): int(v) for k, v in counts.items()}}
 
 
 def _choose_profile(result, devices: list[str], choice: str | None) -> dict:
@@ -107,4 +117,7 @@ def render_text(report: dict) -> list[str]:
             how = f"ncu --metrics {m['ncu']}" if m["ncu"] else "no ncu metric"
             lines.append(f"    {m['column']}: {how}" + (f"; nvprof {m['nvprof']}" if m["nvprof"] else ""))
     lines.append(f"raw counters kept: {report['raw_columns']}")
+    if report["rules"]["count"]:
+        names = ", ".join(f"{k} ({v})" for k, v in report["rules"]["by_rule"].items())
+        lines.append(f"Nsight Compute rules kept: {report['rules']['count']} ({names})")
     return lines

@@ -96,8 +96,4 @@ def read_profiles(paths: list[Path], *, progress: bool = False) -> ImportResult:
 
             print(f"reading {path} ({i + 1}/{len(paths)})", file=sys.stderr)
         parsed.append(read_file(path))
-    from nvperf_bridge.importers.canonical import check_ranges
-
-    result = combine(parsed)
-    result.kernels = check_ranges(result.kernels, result.warnings)
-    return result
+    return combine(parsed)  # combine also runs the range checks, for the command line's path as well

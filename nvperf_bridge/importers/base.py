@@ -24,6 +24,7 @@ class Parsed:
     per_kernel: bool = False
     join: str = "launch"
     kinds: dict[str, str] = field(default_factory=dict)
+    rules: pd.DataFrame | None = None  # ncu guidance rows (kernelframe.RULE_COLUMNS), keyed by this file's kernel_id
 
 
 def count_reasons(reasons: pd.Series, lines: pd.Series) -> list[str]:

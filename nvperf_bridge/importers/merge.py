@@ -46,15 +46,43 @@ def combine(parsed: list[Parsed]) -> ImportResult:
     frames.extend(t.frame for t in traces if id(t) not in paired_traces)
 
     ncu = [p for p in parsed if p.info.format in ("ncu-details", "ncu-raw")]
+    rules: list[pd.DataFrame] = []
     for group in _ncu_groups(ncu):
         frames.append(group[0].frame if len(group) == 1 else _join_launches(group, warnings))
+        # a joined launch's row carries the group's first file as its source: its rules are found by that
+        rules.extend(p.rules.assign(_row_source=group[0].info.path) for p in group
+                     if p.rules is not None and not p.rules.empty)
     frames.extend(p.frame for p in parsed if p.info.format in ("nvprof-summary", "kernel-yaml"))
 
     kernels = pd.concat(frames, ignore_index=True, sort=False) if frames else pd.DataFrame()
+    original_ids = kernels["kernel_id"].copy() if rules else None
     kernels = _unique_ids(kernels)
     if len(parsed) > 1:  # a single file is already in final shape
         kernels = finish(kernels)
-    return ImportResult(kernels=kernels, inputs=[p.info for p in parsed], warnings=warnings)
+    from nvperf_bridge.importers.canonical import check_ranges
+
+    kernels = check_ranges(kernels, warnings)
+    result = ImportResult(kernels=kernels, inputs=[p.info for p in parsed], warnings=warnings)
+    if rules:
+        result.rules = _rules_with_final_ids(pd.concat(rules, ignore_index=True), kernels, original_ids)
+    return result
+
+
+def _rules_with_final_ids(rules: pd.DataFrame, kernels: pd.DataFrame, original: pd.Series) -> pd.DataFrame:
+    """Rule rows keyed by the ids their launches have after ``_unique_ids`` (matched on file and original id)."""
+    from nvperf_bridge.kernelframe import RULE_COLUMNS
+
+    final = pd.DataFrame({"_row_source": kernels["source"].astype(str).to_numpy(),
+                          "_orig": original.astype(str).to_numpy(),
+                          "_final": kernels["kernel_id"].to_numpy()}).drop_duplicates(["_row_source", "_orig"])
+    keyed = rules.assign(_orig=rules["kernel_id"].astype(str)).merge(final, on=["_row_source", "_orig"], how="left")
+    keyed["kernel_id"] = keyed["_final"].combine_first(keyed["kernel_id"])
+    # two files of one run (a details page and its metrics subset) repeat the same rule results: keep one
+    keyed = keyed.drop_duplicates(["kernel_id", "section", "rule", "message"])
+    out = keyed[list(RULE_COLUMNS)].reset_index(drop=True)
+    for column in ("kernel_name", "section", "rule", "type", "message", "speedup_type"):
+        out[column] = out[column].astype(object).where(out[column].notna(), None)  # not given: None, not NaN
+    return out
 
 
 # ---- nvprof metrics + trace ----------------------------------------------------

@@ -4,7 +4,8 @@ Handles the four column layouts seen in real files: the old 12 columns with
 "Kernel Time"; 15 columns with rule columns; 20 columns with Block Size,
 Grid Size, Device and CC plus five rule columns; rows of uneven width
 (metric rows end early with a trailing comma). Rule rows (empty metric name,
-prose in "Rule Description") are skipped and counted. Values are converted
+prose in "Rule Description") are not metrics: they become the ``rules`` table
+(``Parsed.rules``, then ``ImportResult.rules``; columns in ``kernelframe``). Values are converted
 to base units by the unit in their own row (ncu 2025 prints Mbyte in one
 row and byte in the next). A metric name that repeats within a launch
 (ncu 2025 "Memory Throughput" in % and in Gbyte/s) keeps its plain name for
@@ -64,8 +65,10 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
     info = InputFile(path=str(path), format=FORMAT, kernels=0)
 
     is_rule = raw["Metric Name"].isna()
+    rules = None
     if is_rule.any():
-        info.skipped.append(f"{int(is_rule.sum())} rule rows (Nsight Compute guidance text, not metrics)")
+        rules = _rules(raw.loc[is_rule], path)
+        info.notes.append(f"{int(is_rule.sum())} rule rows (Nsight Compute guidance) kept as rules, not metrics")
         raw = raw.loc[~is_rule]
     if raw.empty:
         raise InputError("the ncu table holds no metric rows", path=path, line=table.header_line + 1)
@@ -75,11 +78,7 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
         raise InputError("a metric row has no launch ID or kernel name", path=path, line=line,
                          hint="the table may be cut off or edited by hand")
 
-    # one launch = one (process, ID); ncu numbers launches per process
-    launch_key = raw["ID"].astype(str)
-    if "Process ID" in raw.columns and raw["Process ID"].nunique(dropna=True) > 1:
-        # a blank Process ID must not make the key missing: factorize would code it -1 (the last launch)
-        launch_key = raw["Process ID"].fillna("").astype(str) + ":" + launch_key
+    launch_key = _launch_key(raw)
     launch_codes, launch_ids = pd.factorize(launch_key, sort=False)
 
     metric = raw["Metric Name"].astype(str)
@@ -145,4 +144,42 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
         info.notes.append(
             f"device name {device_name!r} taken from the application's output before the table (the table has {given})"
         )
-    return to_parsed(frame, kinds, info, per_kernel=False, join="launch")
+    parsed = to_parsed(frame, kinds, info, per_kernel=False, join="launch")
+    parsed.rules = rules
+    return parsed
+
+
+def _launch_key(raw: pd.DataFrame) -> pd.Series:
+    """One launch = one (process, ID); ncu numbers launches per process."""
+    key = raw["ID"].astype(str)
+    if "Process ID" in raw.columns and raw["Process ID"].nunique(dropna=True) > 1:
+        # a blank Process ID must not make the key missing: factorize would code it -1 (the last launch)
+        key = raw["Process ID"].fillna("").astype(str) + ":" + key
+    return key
+
+
+def _rules(rows: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """ncu's rule rows (empty Metric Name, prose in Rule Description) as a rules table (kernelframe.RULE_COLUMNS)."""
+    from nvperf_bridge.kernelframe import RULE_COLUMNS
+
+    def column(name: str) -> pd.Series:
+        if name not in rows.columns:
+            return pd.Series(None, index=rows.index, dtype=object)
+        values = rows[name].astype(object)
+        return values.where(values.notna() & (values.astype(str).str.strip() != ""), None)
+
+    speedup = parse_numbers(column("Estimated Speedup")) if "Estimated Speedup" in rows.columns else None
+    out = pd.DataFrame({
+        "kernel_id": _launch_key(rows).to_numpy(),
+        "kernel_name": column("Kernel Name").to_numpy(),
+        "source": str(path),
+        "source_row": rows["_line"].to_numpy(),
+        "section": column("Section Name").to_numpy(),
+        "rule": column("Rule Name").to_numpy(),
+        "type": column("Rule Type").to_numpy(),
+        "message": column("Rule Description").to_numpy(),
+        "estimated_speedup_pct": speedup.to_numpy(dtype="float64") if speedup is not None else np.nan,
+        "speedup_type": column("Estimated Speedup Type").to_numpy(),
+    })
+    out["source_row"] = out["source_row"].astype("Int64")
+    return out[list(RULE_COLUMNS)].reset_index(drop=True)
