@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
@@ -134,35 +133,16 @@ def choose_gpu(kernels: pd.DataFrame, gpu: str | None, profile_dirs: Iterable[Pa
     )
 
 
-def _evaluate(model: Any, kernels: pd.DataFrame, gpu: GpuProfile, options: dict[str, Any],
-              timeout_s: float | None) -> Any:
-    """``model.evaluate`` on a shallow copy of the frame (a model that adds or replaces
-    columns cannot disturb the next one), within ``timeout_s`` seconds when given.
+def _evaluate(loaded: Any, kernels: pd.DataFrame, gpu: GpuProfile, options: dict[str, Any],
+              timeout_s: float | None, isolate: bool, printed: list[str]) -> Any:
+    """``evaluate`` of one loaded model: in a worker process when ``isolate`` and the model is
+    not built in (``nvperf_bridge.isolation``), else in this process (within ``timeout_s``
+    seconds when given). What the model printed is appended to ``printed``."""
+    from nvperf_bridge import isolation
 
-    A model that overruns is abandoned, not killed: Python cannot stop a thread,
-    so it finishes in the background (a daemon thread, never blocking exit)
-    and its result is ignored.
-    """
-    frame = kernels.copy(deep=False)
-    if timeout_s is None:
-        return model.evaluate(frame, gpu, options)
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["result"] = model.evaluate(frame, gpu, options)
-        except BaseException as exc:  # re-raised in the caller's thread below
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=target, name=f"model-{getattr(model, 'id', '?')}", daemon=True)
-    worker.start()
-    worker.join(timeout_s)
-    if worker.is_alive():
-        raise ModelError(f"took longer than the {timeout_s:g} s model timeout; its results are left out",
-                         model_id=str(getattr(model, "id", "")))
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["result"]
+    if isolate and not loaded.builtin and isolation.isolation_available():
+        return isolation.evaluate_in_worker(loaded.model, kernels, gpu, options, timeout_s, printed)
+    return isolation.evaluate_in_process(loaded.model, kernels, gpu, options, timeout_s, printed)
 
 
 def run_models(
@@ -172,14 +152,19 @@ def run_models(
     model_ids: list[str] | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     timeout_s: float | None = None,
+    isolate: bool = True,
 ) -> tuple[dict[str, ModelRun], list[str]]:
-    """Evaluate each selected model in isolation; one model's failure never stops the others.
+    """Evaluate each selected model; one model's failure never stops the others.
 
-    ``timeout_s`` bounds each model's evaluate (None: no limit). The launch geometry
-    (``launch.launch_geometry``) is computed once here and shared by every model.
+    Any exception a model raises, ``SystemExit`` included, is that model's failure
+    (``ModelRun.failure`` and a warning). ``timeout_s`` bounds each model's evaluate
+    (None: no limit). ``isolate``: plugins that are not built in run in a worker process,
+    so ``os._exit``, a crash or a hang costs only their results (False: in-process, for
+    trusted plugins). What a model prints is captured into the warnings. The launch
+    geometry (``launch.launch_geometry``) is computed once here and shared by every model.
     """
     with _shared_launch_geometry(kernels, gpu):
-        return _run_models(kernels, gpu, registry, model_ids, options, timeout_s)
+        return _run_models(kernels, gpu, registry, model_ids, options, timeout_s, isolate)
 
 
 @contextlib.contextmanager
@@ -203,6 +188,7 @@ def _run_models(
     model_ids: list[str] | None,
     options: Mapping[str, Mapping[str, Any]] | None,
     timeout_s: float | None,
+    isolate: bool,
 ) -> tuple[dict[str, ModelRun], list[str]]:
     options = options or {}
     warnings = list(registry.problems)
@@ -212,6 +198,10 @@ def _run_models(
         raise UsageError(
             f"unknown model {unknown[0]!r}", hint="run 'nvperf-bridge models' to list the installed ones"
         )
+    from nvperf_bridge.isolation import exception_name, isolation_available
+
+    if isolate and not isolation_available() and any(not registry.models[mid].builtin for mid in wanted):
+        warnings.append("plugins run in this process: worker processes need fork, which this platform lacks")
     runs: dict[str, ModelRun] = {}
     for mid in wanted:
         loaded = registry.models[mid]
@@ -221,17 +211,20 @@ def _run_models(
                        options=model_options, description=str(getattr(model, "description", "")),
                        constant_specs={spec.name: spec for spec in getattr(model, "constants", ())
                                        if hasattr(spec, "name")})
+        printed: list[str] = []
         try:
             run.constants = resolve_constants(model, gpu)
-            raw = _evaluate(model, kernels, gpu, model_options, timeout_s)
+            raw = _evaluate(loaded, kernels, gpu, model_options, timeout_s, isolate, printed)
             run.result, model_warnings = validate_result(mid, kernels, raw)
             warnings.extend(model_warnings)
         except NvperfError as exc:
             run.failure = str(exc)
             warnings.append(f"model {mid} produced no results: {exc}")
-        except Exception as exc:  # plugin code may raise anything; report it, keep going
-            run.failure = f"{type(exc).__name__}: {exc}"
-            warnings.append(f"model {mid} raised {type(exc).__name__}: {exc}; its results are left out")
+        except (Exception, SystemExit) as exc:  # plugin code may raise anything, exit included; report it, keep going
+            name = exception_name(exc)
+            run.failure = f"{name}: {exc}"
+            warnings.append(f"model {mid} raised {name}: {exc}; its results are left out")
+        warnings.extend(f"model {mid} printed: {text}" for text in printed)
         runs[mid] = run
     return runs, warnings
 
@@ -246,11 +239,13 @@ def analyze(
     profile_dirs: Iterable[Path] = (),
     registry: Registry | None = None,
     timeout_s: float | None = None,
+    isolate: bool = True,
 ) -> Analysis:
-    """Run the models over already imported kernels (``timeout_s``: limit per model)."""
+    """Run the models over already imported kernels (``timeout_s``: limit per model; ``isolate``:
+    plugins that are not built in run in a worker process, see ``run_models``)."""
     profile, choice = choose_gpu(imported.kernels, gpu, profile_dirs)
     registry = registry or load_registry(plugin_files)
-    runs, warnings = run_models(imported.kernels, profile, registry, model_ids, options, timeout_s)
+    runs, warnings = run_models(imported.kernels, profile, registry, model_ids, options, timeout_s, isolate)
     return Analysis(imported.kernels, profile, choice, runs, imported.inputs, [*imported.warnings, *warnings])
 
 

@@ -26,11 +26,15 @@ _ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _MODEL_ATTRIBUTES = ("id", "version", "description", "paper", "requires", "evaluate")
 
 
+BUILTIN_PACKAGE = "nvperf_bridge.builtin_plugins."  # entry points into it are the built-in models
+
+
 @dataclass
 class LoadedModel:
     model: Any
     origin: str  # "entry point hong-kim (nvperf-bridge 0.1.0)" or "file path/to/plugin.py"
     plugin: str  # name of the plugin that registered it
+    builtin: bool = False  # shipped with nvperf-bridge (run in-process); others run isolated by default
 
 
 @dataclass
@@ -53,7 +57,7 @@ def _contract_problem(model: Any) -> str | None:
     return None
 
 
-def _register_from(registry: Registry, module: Any, plugin_name: str, origin: str) -> None:
+def _register_from(registry: Registry, module: Any, plugin_name: str, origin: str, builtin: bool = False) -> None:
     hook = getattr(module, "register_models", None)
     if hook is None or not callable(hook):
         registry.problems.append(f"plugin {plugin_name} ({origin}): defines no register_models hook; skipped")
@@ -76,7 +80,7 @@ def _register_from(registry: Registry, module: Any, plugin_name: str, origin: st
                 "the first one is kept"
             )
             continue
-        registry.models[model.id] = LoadedModel(model, origin, plugin_name)
+        registry.models[model.id] = LoadedModel(model, origin, plugin_name, builtin)
 
 
 def _load_file_module(path: Path) -> ModuleType:
@@ -105,7 +109,7 @@ def load_registry(plugin_files: list[str | Path] | tuple[str | Path, ...] = (), 
             except Exception as exc:
                 registry.problems.append(f"plugin {ep.name} ({origin}): failed to import: {type(exc).__name__}: {exc}; skipped")
                 continue
-            _register_from(registry, module, ep.name, origin)
+            _register_from(registry, module, ep.name, origin, builtin=ep.value.startswith(BUILTIN_PACKAGE))
     for file in plugin_files:
         path = Path(file)
         origin = f"file {path}"

@@ -9,7 +9,9 @@ named the failing model with ``--model``.
 from __future__ import annotations
 
 import json
+import os
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ from nvperf_bridge.cli import main
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "reports" / "demo_gtx280.yaml"
 
 HEADER = """
-import math, time
+import ctypes, math, os, sys, time
 import numpy as np
 import pandas as pd
 from nvperf_bridge.hookspecs import hookimpl
@@ -71,6 +73,43 @@ class M(Base):
         time.sleep(60)
         out = empty_result(kernels)
         out["predicted_ns"] = 1.0
+        return out
+""",
+    "exits": """
+class M(Base):
+    id = "exits"
+    def evaluate(self, kernels, gpu, options):
+        sys.exit(0)
+""",
+    "hard-exit": """
+class M(Base):
+    id = "hard-exit"
+    def evaluate(self, kernels, gpu, options):
+        os._exit(0)
+""",
+    "segfault": """
+class M(Base):
+    id = "segfault"
+    def evaluate(self, kernels, gpu, options):
+        ctypes.string_at(0)  # reads address 0: SIGSEGV in C code
+""",
+    "spins": """
+class M(Base):
+    id = "spins"
+    def evaluate(self, kernels, gpu, options):
+        while True:
+            pass
+""",
+    "prints": """
+class M(Base):
+    id = "prints"
+    def evaluate(self, kernels, gpu, options):
+        for _ in range(200):
+            print("PLUGIN-SPAM " * 100)
+        sys.stderr.write("PLUGIN-ERR\\n")
+        os.write(1, b"C-LEVEL-SPAM\\n")
+        out = empty_result(kernels)
+        out["predicted_ns"] = 1000.0
         return out
 """,
     "duplicate": """
@@ -134,6 +173,10 @@ CASES = [
     ("not-a-frame", "evaluate returned list, expected a pandas DataFrame", "not-a-frame", 1),
     ("bad-times", "NaN, infinite, zero or negative prediction without a reason", "bad-times", 0),
     ("duplicate", "model id 'roofline' is already registered", "roofline", 0),
+    # ended or crashed the process: isolated in a worker, only this model's column is lost
+    ("exits", "raised SystemExit: 0", "exits", 1),
+    ("hard-exit", "ended its worker process (exit code 0) without returning a result", "hard-exit", 1),
+    ("segfault", "crashed (its worker process was killed by SIGSEGV)", "segfault", 1),
 ]
 
 
@@ -216,3 +259,62 @@ def test_workbook_notes_say_what_happened(tmp_path: Path, capsys: pytest.Capture
     wb = openpyxl.load_workbook(out)
     texts = [str(c.value) for ws in wb.worksheets for row in ws.iter_rows() for c in row if c.value is not None]
     assert any("evaluate divided by zero" in t for t in texts)
+
+
+def _live_children() -> list[int]:
+    """Processes whose parent is this test process and that have not ended (zombies excluded)."""
+    me, found = os.getpid(), []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+@pytest.mark.parametrize("name", ["spins", "too-slow"])
+def test_model_past_its_timeout_is_stopped_not_left_running(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           name: str) -> None:
+    before = set(_live_children())
+    started = time.monotonic()
+    code, report, err = run_cli(tmp_path, capsys, name, "--model-timeout", "1")
+    assert code == 0, err
+    assert time.monotonic() - started < 30  # not the 60 s sleep, not forever
+    assert report["models"][name]["failed"] is True
+    assert "1 s model timeout; its worker process was stopped" in report["models"][name]["failure"]
+    assert report["models"]["hong-kim"]["failed"] is False
+    assert set(_live_children()) <= before  # the worker was killed and reaped
+
+
+def test_plugin_output_goes_to_the_warnings_not_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = plugin_file(tmp_path, "prints")
+    assert main(["analyze", str(FIXTURE), "--plugin", str(path)]) == 0
+    captured = capsys.readouterr()
+    # the report on stdout is the report: the plugin's text appears only inside its one warning line (Notes)
+    assert captured.out.startswith("# ")
+    spam_lines = [line for line in captured.out.splitlines() if "SPAM" in line or "PLUGIN-ERR" in line]
+    assert len(spam_lines) == 1 and "model prints printed: PLUGIN-SPAM" in spam_lines[0], spam_lines[:3]
+    printed = [line for line in captured.err.splitlines() if "model prints printed:" in line]
+    assert len(printed) == 1 and "PLUGIN-SPAM" in printed[0] and "bytes in all" in printed[0]
+    assert len(printed[0]) < 2500  # capped: 200 lines of spam are counted, not repeated
+    # the model's results are kept
+    code, report, err = run_cli(tmp_path, capsys, "prints")
+    assert code == 0 and report["models"]["prints"]["failed"] is False
+    assert any(w.startswith("model prints printed: ") for w in report["warnings"])
+
+
+def test_no_isolation_runs_in_process_and_still_survives_sys_exit(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    code, report, err = run_cli(tmp_path, capsys, "exits", "--no-isolation", "--model", "exits", "--model", "roofline")
+    assert code == 1 and report["models"]["exits"]["failed"] is True
+    assert "SystemExit" in report["models"]["exits"]["failure"]
+    assert report["models"]["roofline"]["failed"] is False
+    path = plugin_file(tmp_path, "prints")
+    assert main(["analyze", str(FIXTURE), "--plugin", str(path), "--no-isolation"]) == 0
+    captured = capsys.readouterr()
+    spam_lines = [line for line in captured.out.splitlines() if "SPAM" in line]  # Python-level output captured
+    assert captured.out.startswith("# ") and len(spam_lines) == 1 and "model prints printed:" in spam_lines[0]
+    assert "model prints printed: PLUGIN-SPAM" in captured.err

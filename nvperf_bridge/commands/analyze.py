@@ -37,7 +37,12 @@ def analyze_command(
                                                      help="Also look for GPU profiles (YAML) in this folder."),
     model_timeout: Optional[float] = typer.Option(None, "--model-timeout", metavar="SECONDS", min=0.001,
                                                   help="Give up on a model that takes longer than this (it is "
-                                                       "reported in the warnings; the others still run)."),
+                                                       "reported in the warnings; the others still run). An isolated "
+                                                       "plugin past it is killed."),
+    no_isolation: bool = typer.Option(False, "--no-isolation",
+                                      help="Run plugins that are not built in inside this process (faster; only for "
+                                           "trusted plugins): by default each runs in a worker process, so a crash, "
+                                           "exit or hang costs only its results."),
     quiet: bool = typer.Option(False, "--quiet", "-q",
                                help="No progress bar and no warnings on stderr (warnings stay in the report)."),
 ) -> None:
@@ -59,7 +64,7 @@ def analyze_command(
         analysis = build_analysis(files, gpu=gpu, model_ids=list(model or []), plugin_files=list(plugin or []),
                                   model_data=list(model_data or []), option=list(option or []),
                                   profile_dirs=list(profile_dir or []), progress=progress,
-                                  timeout_s=model_timeout)
+                                  timeout_s=model_timeout, isolate=not no_isolation)
         outputs = report_outputs(analysis, report_format, output, progress.step)
         progress.step("writing")
         if output is None:
@@ -84,6 +89,7 @@ def build_analysis(
     profile_dirs: list[Path],
     progress: Any = None,
     timeout_s: float | None = None,
+    isolate: bool = True,
 ) -> Any:
     """Import ``files`` and run the models: the part ``analyze`` and ``plot`` share (``timeout_s``: per model)."""
     from nvperf_bridge.analysis import analyze
@@ -105,7 +111,7 @@ def build_analysis(
     count = len(model_ids) if model_ids else len(registry.models)
     step(f"running {count} model{'s' if count != 1 else ''} on {len(imported.kernels):,} kernels")
     return analyze(imported, gpu=gpu, model_ids=model_ids or None, options=options, registry=registry,
-                   profile_dirs=profile_dirs, timeout_s=timeout_s)
+                   profile_dirs=profile_dirs, timeout_s=timeout_s, isolate=isolate)
 
 
 def parse_options(items: list[str]) -> dict[str, dict[str, Any]]:
