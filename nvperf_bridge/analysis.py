@@ -25,6 +25,7 @@ from nvperf_bridge.accuracy import (
     absolute_percentage_error,
     accuracy_stats,
 )
+from nvperf_bridge.datasheet import fallback_profile
 from nvperf_bridge.errors import ModelError, NvperfError, UsageError
 from nvperf_bridge.gpu import GpuProfile, load_profiles, match_device, resolve_profile
 from nvperf_bridge.kernelframe import ImportResult, InputFile
@@ -126,9 +127,14 @@ def choose_gpu(kernels: pd.DataFrame, gpu: str | None, profile_dirs: Iterable[Pa
         found = match_device(device, profiles)
         if found is not None:
             return found, f"matched device name {device!r}"
+    # no profile names the device: its architecture's stand-in (from the data's compute capability or the name)
+    ccs = [str(c) for c in kernels["cc"].dropna().unique()] if "cc" in kernels.columns else []
+    fallback = fallback_profile([d for d in devices if not d.isdigit()], ccs, profiles)
+    if fallback is not None:
+        return fallback, f"architecture fallback ({fallback.id}) for {', '.join(repr(d) for d in devices[:3])}"
     named = ", ".join(repr(d) for d in devices[:3]) or "no device name"
     raise UsageError(
-        f"cannot tell which GPU profile to use: the data has {named}",
+        f"cannot tell which GPU profile to use: the data has {named} and no compute capability",
         hint="pass --gpu ID (see 'nvperf-bridge gpus') or --gpu path/to/profile.yaml",
     )
 
@@ -246,6 +252,8 @@ def analyze(
     profile, choice = choose_gpu(imported.kernels, gpu, profile_dirs)
     registry = registry or load_registry(plugin_files)
     runs, warnings = run_models(imported.kernels, profile, registry, model_ids, options, timeout_s, isolate)
+    if profile.fallback_note:
+        warnings.insert(0, profile.fallback_note)
     return Analysis(imported.kernels, profile, choice, runs, imported.inputs, [*imported.warnings, *warnings])
 
 

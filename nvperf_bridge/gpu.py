@@ -52,6 +52,8 @@ PROFILE_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "shared_mem_allocation_unit_bytes": ((int,), False),
     "shared_mem_banks": ((int,), False),
     "memory_clock_mhz": (_NUM, False),
+    "base_clock_mhz": (_NUM, False),
+    "boost_clock_mhz": (_NUM, False),
     "memory_bus_width_bits": ((int,), False),
     "memory_gb": (_NUM, False),
     "l2_cache_bytes": ((int,), False),
@@ -107,6 +109,8 @@ class GpuProfile:
     path: str = ""
     raw: dict[str, Any] = field(default_factory=dict)
     model_constants: dict[str, dict[str, ModelConstant]] = field(default_factory=dict)
+    # set on an architecture fallback (a device no profile names): what stands in for what, for the warnings
+    fallback_note: str = ""
 
     # ---- optional facts with the usual defaults -------------------------------
     def get(self, key: str, default: Any = None) -> Any:
@@ -246,7 +250,11 @@ def profile_from_mapping(data: Any, path: str = "<profile>") -> GpuProfile:
         if name not in sources:
             raise ProfileError(f"no source for {name!r}: say where the value comes from (datasheet, whitepaper, "
                                "programming guide, paper table)", path=path, key=f"sources.{name}")
-    constants = _parse_constants(path, data.get("models") or {})
+    # the architecture's model constants (data/architectures.yaml), under the profile's own
+    from nvperf_bridge.datasheet import inherited_constants, merge_constants
+
+    constants = _parse_constants(path, merge_constants(inherited_constants(data["compute_capability"]),
+                                                       data.get("models")))
     return GpuProfile(
         id=data["id"], name=data["name"], match=list(data["match"]),
         compute_capability=data["compute_capability"], sm_count=data["sm_count"],
@@ -298,8 +306,12 @@ def builtin_profile_dir() -> Path:
 
 
 def load_profiles(extra_dirs: list[Path] | tuple[Path, ...] = ()) -> dict[str, GpuProfile]:
-    """All shipped profiles, plus those in ``extra_dirs`` (later ones win on the same id)."""
-    profiles: dict[str, GpuProfile] = {}
+    """Every GPU profile: one per row of the datasheet table (``data/gpu_datasheet.csv``),
+    then the shipped YAML files, then those in ``extra_dirs``; later ones win on the same id
+    (a hand-written profile replaces the datasheet row of the same id) and on a name tie."""
+    from nvperf_bridge.datasheet import datasheet_profiles
+
+    profiles: dict[str, GpuProfile] = dict(datasheet_profiles())
     for folder in (builtin_profile_dir(), *extra_dirs):
         for file in sorted(Path(folder).glob("*.yaml")):
             profile = load_profile_file(file)

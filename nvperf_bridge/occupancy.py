@@ -36,12 +36,12 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
 from nvperf_bridge.errors import UsageError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy and pandas load on first calculation: the table alone serves `gpus` and profile loading
+    import numpy as np
+    import pandas as pd
+
     from nvperf_bridge.gpu import GpuProfile
 
 TABLE_FILE = "compute_capabilities.csv"
@@ -160,11 +160,16 @@ def limits_for_profile(gpu: "GpuProfile") -> SmLimits:
 
 
 def _round_up(x: np.ndarray, unit: float) -> np.ndarray:
+    import numpy as np
+
     return np.ceil(x / unit) * unit
 
 
 def _as_array(values: Any, n: int) -> np.ndarray:
     """Floats of length ``n`` from None (all missing), a scalar, or an array-like (non-numbers missing)."""
+    import numpy as np
+    import pandas as pd
+
     if values is None:
         return np.full(n, np.nan)
     if np.isscalar(values):
@@ -192,6 +197,9 @@ def occupancy(
     ``occupancy_missing_inputs`` says so). ``shared_mem_per_block_bytes`` is static
     + dynamic; the driver's reserved bytes are added here.
     """
+    import numpy as np
+    import pandas as pd
+
     n = len(index) if index is not None else max(
         (len(v) for v in (block_threads, registers_per_thread, shared_mem_per_block_bytes, shared_mem_config_bytes)
          if v is not None and not np.isscalar(v)), default=1)

@@ -12,9 +12,11 @@ import pytest
 import yaml
 
 from nvperf_bridge.cli import main
+from nvperf_bridge.datasheet import datasheet_rows
 from nvperf_bridge.gpu import SOURCED_FIELDS, builtin_profile_dir, load_profiles
 
-SHIPPED_IDS = sorted(p.stem for p in builtin_profile_dir().glob("*.yaml"))
+# the YAML profiles and one profile per datasheet row (a YAML file replaces the row of its id)
+SHIPPED_IDS = sorted({p.stem for p in builtin_profile_dir().glob("*.yaml")} | {row["id"] for row in datasheet_rows()})
 
 
 def _user_profile(tmp_path: Path, pid: str = "lab-gpu", **extra: Any) -> Path:

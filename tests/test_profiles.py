@@ -79,15 +79,15 @@ DEVICE_NAMES: list[tuple[str, str | None]] = [
     ("Tesla C1060", "tesla-c1060"),
     ("Tesla C2075", "tesla-c2075"),
     ("GeForce GTX 690", "gtx690"),
-    # near misses: a shorter name inside a longer one must not match
-    ("NVIDIA L40", None),
+    # near misses: a shorter name inside a longer one must not match (these four have datasheet rows of their own)
+    ("NVIDIA L40", "l40"),
+    ("GeForce GTX 1080", "gtx-1080"),
+    ("NVIDIA GeForce RTX 3090 Ti", "rtx-3090-ti"),
+    ("Tesla V100S-PCIE-32GB", "v100s-pcie"),
     ("NVIDIA A10G", None),
     ("GeForce 8800 GTS 512", None),
-    ("GeForce GTX 1080", None),
-    ("NVIDIA GeForce RTX 3090 Ti", None),
     ("NVIDIA GeForce RTX 4090 D", None),
     ("NVIDIA H200 NVL", None),
-    ("Tesla V100S-PCIE-32GB", None),
     ("", None),
 ]
 

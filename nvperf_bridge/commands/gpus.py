@@ -1,6 +1,7 @@
 """``nvperf-bridge gpus``: the GPU profiles this installation knows, one line each.
 
-Reads only YAML (through ``nvperf_bridge.gpu``): no pandas, so the listing is fast.
+Reads the YAML profiles and the datasheet table (through ``nvperf_bridge.gpu``): no pandas,
+so the listing is fast.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
 
 
 def profile_rows(extra_dirs: list[Path]) -> list[dict[str, Any]]:
-    """One dict per profile (shipped ones, then those in ``extra_dirs``), sorted by id."""
+    """One dict per profile (datasheet rows, shipped YAML files, then those in ``extra_dirs``), sorted by id."""
     from nvperf_bridge.gpu import load_profiles
 
     rows = []
@@ -65,7 +66,7 @@ def gpus_command(
         help="Also read the *.yaml profiles in DIR (repeatable; a user profile with a shipped id replaces it).",
     ),
 ) -> None:
-    """List the GPU profiles: id, compute capability, SMs, boost clock, memory bandwidth, name.
+    """List the GPU profiles: id, compute capability, SMs, clock, memory bandwidth, name.
 
     Choose one with 'analyze --gpu ID' (or a path to your own YAML file); without
     --gpu the profile is picked from the device name in the profiler output.
