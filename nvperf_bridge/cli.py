@@ -27,6 +27,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("plot", "plot", "plot_command"),
     ("calibrate", "calibrate", "calibrate_command"),
     ("validate", "validate", "validate_command"),
+    ("whatif", "whatif", "whatif_command"),
 )
 
 app = typer.Typer(
