@@ -28,6 +28,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("calibrate", "calibrate", "calibrate_command"),
     ("validate", "validate", "validate_command"),
     ("whatif", "whatif", "whatif_command"),
+    ("compare", "compare", "compare_command"),
 )
 
 app = typer.Typer(
@@ -59,7 +60,9 @@ def _root(
 
 for _name, _module, _function in COMMANDS:
     _mod = importlib.import_module(f"nvperf_bridge.commands.{_module}")
-    app.command(_name)(getattr(_mod, _function))
+    _command = getattr(_mod, _function)
+    # a command may ask for click context settings (compare: BEFORE... --against AFTER...)
+    app.command(_name, context_settings=getattr(_command, "context_settings", None))(_command)
 
 
 def main(argv: list[str] | None = None) -> int:

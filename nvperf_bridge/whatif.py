@@ -255,6 +255,7 @@ class WhatIfStudy:
     not_carried: list[str]
     inputs: list[Any]
     warnings: list[str] = field(default_factory=list)
+    results: dict[str, pd.DataFrame] = field(default_factory=dict)  # model id -> its full result per point
 
     @property
     def measured_ns(self) -> float:
@@ -348,6 +349,7 @@ def run_study(
 
     all_warnings = list(warnings or [])
     model_runs: dict[str, Any] = {}
+    results: dict[str, list[pd.DataFrame]] = {}
     ids: list[str] = []
     offset = 0
     for group, size in zip(groups, sizes):
@@ -368,6 +370,7 @@ def run_study(
             if run.result is None:
                 points.loc[rows, error] = run.failure or "the model produced no results"
                 continue
+            results.setdefault(mid, []).append(run.result.set_axis(rows))
             points.loc[rows, predicted] = pd.to_numeric(run.result["predicted_ns"], errors="coerce").to_numpy()
             points.loc[rows, bottleneck] = run.result["bottleneck"].astype(str).to_numpy()
             points.loc[rows, state] = run.result["state"].astype(str).to_numpy() \
@@ -378,7 +381,8 @@ def run_study(
     return WhatIfStudy(kernel=base, kernel_note=note, source_gpu=source, gpu_choice=choice, targets=targets,
                        varied=[p for p in PARAMETERS if p in vary], keep=keep, points=points, records=records,
                        model_ids=ids, models=model_runs, not_carried=not_carried, inputs=list(inputs or []),
-                       warnings=all_warnings)
+                       warnings=all_warnings,
+                       results={mid: pd.concat(parts_, sort=False).reindex(points.index) for mid, parts_ in results.items()})
 
 
 def whatif_files(paths: Sequence[str | Path], **kwargs: Any) -> WhatIfStudy:
