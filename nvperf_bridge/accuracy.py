@@ -38,3 +38,23 @@ def accuracy_stats(predicted: pd.Series, measured: pd.Series) -> dict[str, float
         "gm_abs_error": float(np.exp(np.log(np.maximum(ape, 1e-6)).mean())),
         "mean_accuracy": float((np.minimum(p, m) / np.maximum(p, m)).mean()),
     }
+
+
+def within_factor_share(predicted: pd.Series, measured: pd.Series, factor: float = 2.0) -> float:
+    """Share of the kernels with both values whose prediction is within ``factor`` of the measured
+    time (max(p/m, m/p) <= factor): the "within 2x" column of the calibration tables."""
+    both = predicted.notna() & measured.notna() & (measured > 0) & (predicted > 0)
+    if not both.any():
+        return float("nan")
+    ratio = predicted[both].astype(float) / measured[both].astype(float)
+    return float(((ratio <= factor) & (ratio >= 1.0 / factor)).mean())
+
+
+def worst_groups(predicted: pd.Series, measured: pd.Series, groups: pd.Series, count: int = 3) -> list[tuple[str, float]]:
+    """The ``count`` groups (applications) with the largest median APE, as (group, median APE), worst first."""
+    ape = absolute_percentage_error(predicted, measured)
+    ape = ape[ape.notna() & predicted.notna() & (predicted > 0)]
+    if ape.empty:
+        return []
+    by_group = ape.groupby(groups.loc[ape.index].astype(str)).median().sort_values(ascending=False)
+    return [(str(name), float(value)) for name, value in by_group.head(count).items()]

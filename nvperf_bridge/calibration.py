@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nvperf_bridge.accuracy import accuracy_stats
+from nvperf_bridge.accuracy import accuracy_stats, within_factor_share, worst_groups
 from nvperf_bridge.errors import InputError, ModelError, OutputError, UsageError
 from nvperf_bridge.gpu import GpuProfile, ModelConstant
 from nvperf_bridge.model import ConstantSpec, resolve_constants, validate_result
@@ -142,6 +142,22 @@ class CrossValidation:
     held_out: dict[str, float]
     fold_of_group: dict[str, int]
     fold_fits: list[dict[str, float]] = field(default_factory=list)
+    predicted: pd.Series | None = None  # each row's held-out prediction (NaN where none)
+    measured: pd.Series | None = None
+    groups: pd.Series | None = None  # each row's application (the CV group)
+
+    @property
+    def within_2x(self) -> float:
+        """Share of held-out predictions within a factor of 2 of the measured time."""
+        if self.predicted is None or self.measured is None:
+            return math.nan
+        return within_factor_share(self.predicted, self.measured)
+
+    def worst(self, count: int = 3) -> list[tuple[str, float]]:
+        """The applications with the largest held-out median APE, worst first."""
+        if self.predicted is None or self.measured is None or self.groups is None:
+            return []
+        return worst_groups(self.predicted, self.measured, self.groups, count)
 
 
 @dataclass
@@ -187,6 +203,30 @@ def kernel_groups(kernels: pd.DataFrame) -> pd.Series:
     return pd.Series([f"row {i}" for i in range(len(kernels))], index=kernels.index, dtype="object")
 
 
+def application_name(source: str) -> str:
+    """The application a profiler file belongs to: its file stem without the ``metrics_`` /
+    ``traces_`` / ``trace_`` prefix nvprof workflows use, so a metrics+trace pair is one application."""
+    stem = Path(str(source)).stem
+    for prefix in ("metrics_", "traces_", "trace_", "metrics-", "traces-", "trace-"):
+        if stem.startswith(prefix) and len(stem) > len(prefix):
+            return stem[len(prefix):]
+    return stem
+
+
+def application_groups(kernels: pd.DataFrame) -> pd.Series:
+    """The cross-validation group of each row: its application, i.e. the input file it came from
+    (a joined nvprof metrics+trace pair is one application). When every row comes from one file
+    (a kernel-yaml set, one ncu export) the file says nothing, and the kernel function is the
+    application instead (``kernel_groups``)."""
+    if "source" in kernels.columns:
+        sources = kernels["source"].astype("object")
+        if sources.notna().all():
+            names = sources.map(application_name)
+            if names.nunique() > 1:
+                return names.astype(str)
+    return kernel_groups(kernels)
+
+
 def measured_ns(kernels: pd.DataFrame) -> pd.Series:
     """``duration_ns`` as float, NaN where missing or not positive."""
     if "duration_ns" not in kernels.columns:
@@ -201,7 +241,7 @@ def group_weights(groups: pd.Series) -> np.ndarray:
     return 1.0 / np.sqrt(sizes.to_numpy(dtype="float64"))
 
 
-def group_folds(groups: Sequence[str] | pd.Series, folds: int, seed: int) -> FoldPlan:
+def group_folds(groups: Sequence[str] | pd.Series, folds: int, seed: int, unit: str = "kernel group") -> FoldPlan:
     """GroupKFold-like split: every row of a group lands in the same fold.
 
     Groups are shuffled with ``seed`` and dealt round-robin, so folds differ by
@@ -216,14 +256,14 @@ def group_folds(groups: Sequence[str] | pd.Series, folds: int, seed: int) -> Fol
     if len(unique) < 2:
         return FoldPlan(
             none, 0, folds,
-            f"no cross-validation: the data has {len(unique)} kernel group(s); a held-out fold needs a kernel "
-            "name the fit has not seen, so at least 2 groups are needed",
+            f"no cross-validation: the data has {len(unique)} {unit}(s); a held-out fold needs a {unit} "
+            f"the fit has not seen, so at least 2 groups ({unit}s) are needed",
         )
     k = min(folds, len(unique))
-    note = f"{k}-fold cross-validation by kernel group ({len(unique)} groups, seed {seed})"
+    note = f"{k}-fold cross-validation by {unit} ({len(unique)} {unit}s, seed {seed})"
     if k < folds:
-        note = (f"{k}-fold cross-validation by kernel group: only {len(unique)} kernel groups, so k was reduced from "
-                f"{folds} to {k} (leave-one-group-out, seed {seed})")
+        note = (f"{k}-fold cross-validation by {unit}: only {len(unique)} {unit}s, so k was reduced from "
+                f"{folds} to {k} (leave-one-{unit.replace(' ', '-')}-out, seed {seed})")
     order = np.random.default_rng(seed).permutation(len(unique))
     fold_of_group = {unique[g]: position % k for position, g in enumerate(order)}
     return FoldPlan(np.array([fold_of_group[label] for label in labels], dtype=int), k, folds, note)
@@ -557,31 +597,61 @@ def calibrate_model(
 
 def cross_validate(
     model: Any, kernels: pd.DataFrame, gpu: GpuProfile, specs: Sequence[ConstantSpec], start: Mapping[str, float],
-    settings: CalibrationSettings, options: Mapping[str, Any],
+    settings: CalibrationSettings, options: Mapping[str, Any], groups: pd.Series | None = None,
 ) -> CrossValidation:
-    """Fit on k-1 folds of kernel groups, predict the held-out fold; pool the errors."""
-    groups = kernel_groups(kernels)
-    plan = group_folds(groups, settings.folds, settings.seed)
+    """Fit on k-1 folds of applications (``application_groups``: every kernel of one input file
+    in one fold, never split by launch), predict the held-out fold; pool the errors."""
+    return _cross_validate(kernels, settings, groups,
+                           lambda train: _constants_predictor(model, train, gpu, specs, start, settings, options))
+
+
+def cross_validate_learned(
+    model: Any, kernels: pd.DataFrame, gpu: GpuProfile, settings: CalibrationSettings, options: Mapping[str, Any],
+    groups: pd.Series | None = None,
+) -> CrossValidation:
+    """The same grouped cross-validation for a learned model (one with ``fit``): trained with
+    ``model.fit`` on the training applications, evaluated with ``model_data`` on the held-out ones."""
+
+    def predictor(train: pd.DataFrame) -> tuple[dict[str, float], Any]:
+        data = model.fit(train, gpu, dict(options))
+        return {}, lambda rows: predict_ns(model, rows, gpu, {**dict(options), "model_data": data})
+
+    return _cross_validate(kernels, settings, groups, predictor)
+
+
+def _constants_predictor(model: Any, train: pd.DataFrame, gpu: GpuProfile, specs: Sequence[ConstantSpec],
+                         start: Mapping[str, float], settings: CalibrationSettings,
+                         options: Mapping[str, Any]) -> tuple[dict[str, float], Any]:
+    values, _ = _fit_on(model, train, gpu, specs, start, settings, options)
+    fitted = with_constants(gpu, model.id, {**start, **values}, "calibrated", "calibrated")
+    return values, lambda rows: predict_ns(model, rows, fitted, options)
+
+
+def _cross_validate(kernels: pd.DataFrame, settings: CalibrationSettings, groups: pd.Series | None,
+                    train_on: Any) -> CrossValidation:
+    """Grouped k-fold: ``train_on(rows)`` returns (fitted values, predict(rows) -> Series)."""
+    groups = application_groups(kernels) if groups is None else groups.loc[kernels.index].astype(str)
+    plan = group_folds(groups, settings.folds, settings.seed, unit="application")
     fold_of_group = {str(g): int(f) for g, f in zip(groups, plan.fold_of_row)}
     nan = {key: (0 if key == "n" else math.nan) for key in ACCURACY_KEYS}
-    cv = CrossValidation(plan.folds, plan.requested, settings.seed, plan.note, dict(nan), dict(nan), fold_of_group)
+    measured = measured_ns(kernels)
+    cv = CrossValidation(plan.folds, plan.requested, settings.seed, plan.note, dict(nan), dict(nan), fold_of_group,
+                         measured=measured, groups=groups)
     if plan.folds < 2:
         return cv
-    measured = measured_ns(kernels).to_numpy()
     held_out = np.full(len(kernels), np.nan)
     train_predicted: list[np.ndarray] = []
     train_measured: list[np.ndarray] = []
     for fold in range(plan.folds):
         train_mask = plan.fold_of_row != fold
-        train = kernels[train_mask]
-        values, _ = _fit_on(model, train, gpu, specs, start, settings, options)
+        values, predict = train_on(kernels[train_mask])
         cv.fold_fits.append(values)
-        fitted = with_constants(gpu, model.id, {**start, **values}, "calibrated", "calibrated")
-        predicted = predict_ns(model, kernels, fitted, options).to_numpy()
+        predicted = predict(kernels).to_numpy()
         held_out[~train_mask] = predicted[~train_mask]
         train_predicted.append(predicted[train_mask])
-        train_measured.append(measured[train_mask])
-    cv.held_out = _stats(held_out, measured)
+        train_measured.append(measured.to_numpy()[train_mask])
+    cv.predicted = pd.Series(held_out, index=kernels.index, dtype="float64")
+    cv.held_out = _stats(held_out, measured.to_numpy())
     cv.train = _stats(np.concatenate(train_predicted), np.concatenate(train_measured))
     return cv
 
@@ -757,7 +827,8 @@ def write_profile(document: Mapping[str, Any], path: str | Path, *, force: bool 
 
 __all__ = [
     "CalibrationResult", "CalibrationSettings", "CrossValidation", "FittedConstant", "FoldPlan", "ModelCalibration",
-    "UnfittedConstant", "calibrate", "calibrate_model", "calibrated_profile_mapping", "cross_validate",
+    "UnfittedConstant", "application_groups", "application_name", "calibrate", "calibrate_model",
+    "calibrated_profile_mapping", "cross_validate", "cross_validate_learned",
     "fit_constants", "group_folds", "kernel_groups", "predict_ns", "select_constants", "with_constants",
     "write_profile",
 ]

@@ -168,3 +168,27 @@ def test_shipped_calibrated_profile_names_the_corpus_files_by_hash(realdata_dir:
         path = realdata_dir / "magus" / entry["file"]
         assert path.is_file(), entry["file"]
         assert file_sha256(path) == entry["sha256"], entry["file"]
+
+
+def test_calibrate_takes_a_folder_and_holds_out_whole_applications(
+    realdata_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder of nvprof metrics+trace pairs, as analyze takes it: each pair is one application,
+    held out whole; the report gives the held-out within-2x share and the worst applications, and
+    the profile lists every file read with its sha256."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    apps = ("cudasdk_dct8x8", "rodinia_needle", "poly_3mm", "cudasdk_transpose")
+    for app in apps:
+        for kind in ("metrics", "traces"):
+            (folder / f"{kind}_{app}.csv").symlink_to(realdata_dir / "magus-corpus" / f"{kind}_{app}.csv")
+    (folder / "README.md").write_text("notes, not profiler output\n")
+    out = tmp_path / "gtx-1080-ti-test.yaml"
+    code, stdout, stderr = run(["calibrate", str(folder), "--gpu", "gtx-1080-ti", "--model", "transit", "-o", str(out),
+                                "--folds", "4"], capsys)
+    assert code == 0, stderr
+    assert "4-fold cross-validation by application (4 applications, seed 0)" in stdout
+    row = next(line for line in stdout.splitlines() if line.startswith("| transit |"))
+    assert any(app in row for app in apps)  # the worst held-out applications are named
+    block = load_profile_file(out).raw["calibration"]
+    assert sorted(item["file"] for item in block["data"]) == sorted(f"{k}_{a}.csv" for a in apps for k in ("metrics", "traces"))

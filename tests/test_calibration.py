@@ -314,3 +314,30 @@ def test_a_fit_that_stops_on_a_bound_says_so(gpu: GpuProfile) -> None:
     sides = {c.name: c.at_bound for c in outcome.fitted}
     assert "upper" in sides.values()
     assert all(c.after <= c.bounds[1] for c in outcome.fitted)
+
+
+def test_application_groups_keep_a_metrics_trace_pair_together(realdata_dir: Path) -> None:
+    """Cross-validation holds out whole applications: every kernel of one nvprof metrics+trace
+    pair carries the pair's name (never its launches or kernels split over folds)."""
+    from nvperf_bridge.calibration import application_groups
+    from nvperf_bridge.discovery import read_inputs
+
+    corpus = realdata_dir / "magus-corpus"
+    pairs = [corpus / "metrics_cudasdk_dct8x8.csv", corpus / "traces_cudasdk_dct8x8.csv",
+             corpus / "metrics_rodinia_needle.csv", corpus / "traces_rodinia_needle.csv"]
+    kernels = read_inputs(pairs, jobs=1).kernels
+    groups = application_groups(kernels)
+    assert set(groups) == {"cudasdk_dct8x8", "rodinia_needle"}
+    assert (groups == "cudasdk_dct8x8").sum() == 8  # dct8x8's 8 kernels, one application
+    plan = group_folds(groups, 5, 0, unit="application")
+    assert plan.folds == 2 and "by application" in plan.note
+    for app in set(groups):
+        assert len(set(plan.fold_of_row[(groups == app).to_numpy()])) == 1
+
+
+def test_application_groups_fall_back_to_the_kernel_within_one_file() -> None:
+    """One input file (one kernel-yaml set) is no application boundary: the kernel function is."""
+    from nvperf_bridge.calibration import application_groups
+
+    kernels = pd.DataFrame({"source": ["gtx-680.yaml"] * 3, "kernel": ["vectorAdd", "dotProd", "vectorAdd"]})
+    assert list(application_groups(kernels)) == ["vectorAdd", "dotProd", "vectorAdd"]

@@ -13,11 +13,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def calibrate_command(
-    files: list[Path] = typer.Argument(..., help="Profiler CSV files with counters and measured durations."),
+    files: list[Path] = typer.Argument(..., help="Profiler files or folders (like analyze) with counters and measured durations."),
     gpu: str = typer.Option(..., "--gpu", help="Base GPU profile: an id (see 'nvperf-bridge gpus') or a YAML file."),
     model: list[str] | None = typer.Option(None, "--model", "-m", help="Calibrate only this model (repeatable; default: all)."),
     output: Path = typer.Option(..., "--output", "-o", help="Calibrated profile to write, e.g. profiles/my-gpu-calibrated.yaml (its id is the file stem)."),
-    folds: int = typer.Option(5, "--folds", help="k of the k-fold cross-validation by kernel group (reduced when there are fewer groups)."),
+    folds: int = typer.Option(5, "--folds", help="k of the k-fold cross-validation by application: each input file (a metrics+trace pair) is one application, all its kernels in one fold (reduced when there are fewer applications)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the fold split and of the optimiser's random restarts."),
     constant: list[str] | None = typer.Option(None, "--constant", help="Fit only this constant, as MODEL:NAME (repeatable; e.g. hong-kim:Mem_LD). Models not named keep fitting all their constants."),
     loss: str = typer.Option("linear", "--loss", help="least_squares loss on the log residuals: linear (plain least squares) or soft_l1 (damps kernels a model is far off on)."),
@@ -39,7 +39,7 @@ def calibrate_command(
     )
     from nvperf_bridge.errors import OutputError, UsageError
     from nvperf_bridge.gpu import profile_from_mapping
-    from nvperf_bridge.importers import read_profiles
+    from nvperf_bridge.discovery import NOT_PROFILER, read_inputs
     from nvperf_bridge.registry import load_registry
 
     if loss not in ("linear", "soft_l1", "huber", "cauchy"):
@@ -53,7 +53,9 @@ def calibrate_command(
                          hint="for example -o profiles/gtx-1080-ti-calibrated.yaml")
     if output.exists() and not force:  # checked first: the fit can take a while
         raise OutputError("already exists", path=output, hint="pass --force to overwrite it")
-    imported = read_profiles(list(files))
+    imported = read_inputs(list(files))
+    # the files actually read (a folder expands to its profiler files): listed with their sha256 in the profile
+    data_files = [Path(item.path) for item in imported.inputs if item.format != NOT_PROFILER] or list(files)
     for warning in imported.warnings:
         typer.echo(f"nvperf-bridge: warning: {warning}", err=True)
     base, choice = choose_gpu(imported.kernels, gpu, tuple(profile_dir or ()))
@@ -76,7 +78,7 @@ def calibrate_command(
         raise InputError(f"no model could be calibrated on this data, so no profile was written ({reasons})",
                          hint="run 'nvperf-bridge inspect' on the files to see which counters are missing")
     command = _command_line(files, gpu, model, output, folds, seed, loss, constant or [])
-    document = calibrated_profile_mapping(result, output.stem, files, tool_version=__version__, command=command)
+    document = calibrated_profile_mapping(result, output.stem, data_files, tool_version=__version__, command=command)
     profile_from_mapping(document, str(output))  # never write a profile that would not load
     typer.echo(render_report(result, command), nl=False)
     write_profile(document, output, force=force)
@@ -141,23 +143,28 @@ def render_report(result: CalibrationResult, command: str = "") -> str:
         lines += ["Regenerate with:", "", "```sh", command, "```", ""]
     lines += [
         ("Errors are over the kernels with a measured time. *Before*: the base profile's constants. *Held-out*: each "
-         "kernel predicted by constants fitted without its kernel group (k-fold by kernel group). *In-fold*: the same "
-         "fits on their own training kernels. APE = |predicted - measured| / measured; accuracy = min/max of the two."),
+         "kernel predicted by constants fitted without its application (k-fold by application: every kernel of one "
+         "input file, or one metrics+trace pair, in the same fold; with a single input file, by kernel function). "
+         "*In-fold*: the same fits on their own training kernels. APE = |predicted - measured| / measured; "
+         "accuracy = min/max of the two; within 2x = share of kernels predicted within a factor of 2."),
         "",
-        ("| model | kernels (groups) | CV folds | constants fitted | MAPE before | MAPE held-out | median APE before | "
-         "median APE held-out | GM abs error before | GM abs error held-out | mean accuracy before | "
-         "mean accuracy held-out | MAPE in-fold |"),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ("| model | kernels (groups) | CV folds | constants fitted | median APE before | median APE held-out | "
+         "within 2x held-out | worst held-out applications (median APE) | MAPE before | MAPE held-out | "
+         "GM abs error before | GM abs error held-out | mean accuracy before | mean accuracy held-out | MAPE in-fold |"),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for mid, o in result.models.items():
         if o.skipped:
-            lines.append(f"| {mid} | - | - | skipped: {o.skipped} |" + " - |" * 9)
+            lines.append(f"| {mid} | - | - | skipped: {o.skipped} |" + " - |" * 11)
             continue
         cv = o.cv
         held, train = (cv.held_out, cv.train) if cv and cv.folds else ({}, {})
         cells = [f"{o.kernels} ({o.groups})", str(cv.folds) if cv and cv.folds else "none",
                  f"{len(o.fitted)} of {len(o.fitted) + len(o.unfitted)}"]
-        for key in ("mape", "median_ape", "gm_abs_error", "mean_accuracy"):
+        cells += [_pct(o.before.get("median_ape")), _pct(held.get("median_ape")),
+                  _pct(cv.within_2x if cv and cv.folds else None),
+                  ", ".join(f"{name} {_pct(ape)}" for name, ape in (cv.worst(3) if cv and cv.folds else [])) or "-"]
+        for key in ("mape", "gm_abs_error", "mean_accuracy"):
             cells += [_pct(o.before.get(key)), _pct(held.get(key))]
         cells.append(_pct(train.get("mape")))
         lines.append(f"| {mid} | " + " | ".join(cells) + " |")
