@@ -11,6 +11,8 @@ default, and reports say so (status ``default``: calibrate before trusting).
 
 from __future__ import annotations
 
+import csv
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -205,6 +207,14 @@ def _parse_constants(path: str, models: Mapping[str, Any]) -> dict[str, dict[str
     return parsed
 
 
+@functools.lru_cache(maxsize=1)
+def physical_bounds() -> dict[str, tuple[float, float, str]]:
+    """Field -> (min, max, why) from ``data/profile_bounds.csv``: ranges no real GPU leaves."""
+    text = (resources.files("nvperf_bridge") / "data" / "profile_bounds.csv").read_text(encoding="utf-8")
+    rows = csv.DictReader(line for line in text.splitlines() if line.strip() and not line.startswith("#"))
+    return {row["field"]: (float(row["min"]), float(row["max"]), row["why"]) for row in rows}
+
+
 def profile_from_mapping(data: Any, path: str = "<profile>") -> GpuProfile:
     """Validate a parsed YAML document and build the profile (errors name file and key)."""
     if not isinstance(data, dict):
@@ -239,6 +249,11 @@ def profile_from_mapping(data: Any, path: str = "<profile>") -> GpuProfile:
                 "sm_clock_mhz", "memory_bandwidth_gb_per_s"):
         if data[key] <= 0:
             raise ProfileError(f"must be positive, got {data[key]!r}", path=path, key=key)
+    for key, (low, high, why) in physical_bounds().items():
+        value = data.get(key)
+        if value is not None and not low <= value <= high:
+            raise ProfileError(f"{value!r} is outside the physical range {low:g} to {high:g} ({why})",
+                               path=path, key=key, hint="check the number and its unit")
     sources = data["sources"]
     for name, text in sources.items():
         if not isinstance(text, str) or not text.strip():

@@ -242,7 +242,29 @@ BROKEN: list[tuple[str, Any, str]] = [
     ("wrong schema version", lambda d: d.update(schema_version=2), "schema_version"),
     ("constant without source", lambda d: d.update(models={"hong-kim": {"mem_ld": {"value": 420}}}),
      "models.hong-kim.mem_ld"),
+    # physical bounds (data/profile_bounds.csv): typos and corrupt files, never a real GPU
+    ("SM count 10^38", lambda d: d.update(sm_count=10 ** 38), "sm_count"),
+    ("clock in Hz, not MHz", lambda d: d.update(sm_clock_mhz=1.5e9), "sm_clock_mhz"),
+    ("bandwidth 1e38 GB/s", lambda d: d.update(memory_bandwidth_gb_per_s=1e38), "memory_bandwidth_gb_per_s"),
+    ("2 million warps per SM", lambda d: d.update(max_warps_per_sm=2_000_000), "max_warps_per_sm"),
+    ("L2 of 1 TB", lambda d: d.update(l2_cache_bytes=10 ** 12), "l2_cache_bytes"),
 ]
+
+
+def test_every_shipped_profile_is_within_the_physical_bounds(profiles: dict[str, GpuProfile]) -> None:
+    from nvperf_bridge.gpu import physical_bounds
+
+    bounds = physical_bounds()
+    assert {"sm_count", "sm_clock_mhz", "memory_bandwidth_gb_per_s", "registers_per_sm"} <= set(bounds)
+    for profile in profiles.values():  # loading validated them; this says the bounds leave room for real GPUs
+        assert bounds["sm_count"][0] <= profile.sm_count <= bounds["sm_count"][1] / 4, profile.id
+
+
+def test_out_of_bounds_message_says_what_range(tmp_path: Path) -> None:
+    data = copy.deepcopy(_good_mapping())
+    data["sm_count"] = 10 ** 38
+    with pytest.raises(ProfileError, match="outside the physical range 1 to 1024"):
+        load_profile_file(_write(tmp_path, data))
 
 
 @pytest.mark.parametrize(("label", "change", "key"), BROKEN, ids=[b[0] for b in BROKEN])
