@@ -52,7 +52,9 @@ _DEVICE_IN_TEXT = re.compile(r'^"([^"]+?) \(\d+\)",', re.M)
 def read(path: Path, text: str, found: Sniffed) -> Parsed:
     """Read an nvprof GPU trace or GPU summary CSV."""
     table = table_at(text, found.start)
-    raw, units = read_table(text, table, path, skip_units_row=_has_units_row(text, table.start))
+    # only the text columns are read as strings; the C parser reads the numbers (parse_numbers takes both)
+    raw, units = read_table(text, table, path, skip_units_row=_has_units_row(text, table.start),
+                            text_columns=list(_TEXT_COLUMNS))
     header_cols = list(raw.columns)
     unit_of = dict(zip(header_cols, units)) if units else {}
     first_line = table.header_line + (3 if units else 2)
@@ -65,11 +67,16 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
     if "Name" not in raw.columns:
         raise InputError("the nvprof table has no Name column", path=path, line=table.header_line + 1)
 
-    names = raw["Name"].astype(object)
-    reason = pd.Series(None, index=raw.index, dtype=object)
-    for pattern, why in NON_KERNEL:
-        hit = reason.isna() & names.fillna("").astype(str).str.contains(pattern, regex=True)
-        reason[hit] = why
+    # names differ from launch to launch only in their [correlation id] suffix: split that off with a plain
+    # string method per row, then classify and keep the few distinct kernel names (one regex per name)
+    base, suffix = _split_suffix(raw["Name"].to_numpy(dtype=object, na_value=None))
+    codes, distinct = pd.factorize(base, use_na_sentinel=True)
+    why = pd.Series(None, index=range(len(distinct)), dtype=object)
+    distinct_text = pd.Series(distinct, dtype=object)
+    for pattern, label in NON_KERNEL:
+        why[why.isna() & distinct_text.str.contains(pattern, regex=True)] = label
+    reason = pd.Series(np.append(why.to_numpy(), None)[codes], index=raw.index, dtype=object)  # code -1: no name
+    names = raw["Name"]
     reason[names.isna()] = "row without a name"
     if "Type" in raw.columns:
         api = reason.isna() & raw["Type"].fillna("").astype(str).str.contains("API", regex=False)
@@ -82,8 +89,9 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
                          path=path, line=table.header_line + 1)
 
     frame = pd.DataFrame(index=kernels.index)
-    suffix = kernels["Name"].astype(str).str.extract(_SUFFIX)[0]
-    frame["kernel_name"] = kernels["Name"].astype(str).str.replace(_SUFFIX, "", regex=True)
+    keep = ~skipped.to_numpy()
+    suffix = pd.Series(suffix[keep], index=kernels.index, dtype=object)
+    frame["kernel_name"] = pd.Series(distinct.astype(object)[codes[keep]], index=kernels.index, dtype=object)
     if "Correlation_ID" in kernels.columns:
         frame["kernel_id"] = kernels["Correlation_ID"].astype(object).combine_first(suffix)
     else:
@@ -125,6 +133,28 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
             frame["device"] = device.group(1)
             info.notes.append(f"device name {device.group(1)!r} taken from the Unified Memory table after the summary")
     return to_parsed(frame, kinds, info, per_kernel=per_kernel, join="name")
+
+
+def _split_suffix(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(name without its `` [123]`` correlation suffix, the suffix's digits or None) for each name (None: None).
+
+    ``str.rpartition`` per row does what ``_SUFFIX`` says for the usual single-space form; the rare name it does
+    not settle (another space character before ``[``, trailing blanks) goes through the regex itself.
+    """
+    base = np.empty(len(names), dtype=object)
+    digits = np.empty(len(names), dtype=object)
+    for i, name in enumerate(names):
+        if name is None:
+            continue
+        if not isinstance(name, str):
+            name = str(name)
+        head, sep, tail = name.rpartition(" [")
+        if sep and tail[-1:] == "]" and tail[:-1].isdigit() and tail[:-1].isascii():
+            base[i], digits[i] = head, tail[:-1]
+            continue
+        found = _SUFFIX.search(name)
+        base[i], digits[i] = (name[:found.start()], found.group(1)) if found else (name, None)
+    return base, digits
 
 
 def _has_units_row(text: str, start: int) -> bool:

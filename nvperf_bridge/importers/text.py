@@ -449,4 +449,6 @@ _DEVICE_INDEX = re.compile(r"(?<!\s)\s*\(\d+\)\s*$")
 
 def strip_device_index(values: pd.Series) -> pd.Series:
     """nvprof's ``"GeForce GTX 1080 Ti (0)"`` -> ``"GeForce GTX 1080 Ti"``."""
-    return values.astype(object).where(values.isna(), values.astype(str).str.replace(_DEVICE_INDEX, "", regex=True))
+    codes, distinct = pd.factorize(values.astype(object))  # a trace repeats one or two device names: one regex each
+    stripped = pd.Series(distinct, dtype=object).astype(str).str.replace(_DEVICE_INDEX, "", regex=True).to_numpy()
+    return pd.Series(np.append(stripped, None)[codes], index=values.index, dtype=object).where(values.notna())
