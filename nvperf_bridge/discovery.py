@@ -121,6 +121,22 @@ def _read_one(path: str) -> Any:
     return read_file(Path(path))
 
 
+# Below this total input size files are read in this process: starting a worker (a fresh interpreter that
+# imports pandas, ~0.3 s on a 2-core machine) costs more than parsing a few MB (measured: the magus rodinia
+# lud metrics + trace pair, analyze --format json 0.83 s with two workers, see benchmarks/run.py --only small).
+IN_PROCESS_BYTES = 16 * 1024 * 1024
+
+
+def _total_bytes(paths: list[Path]) -> int:
+    total = 0
+    for path in paths:
+        try:
+            total += path.stat().st_size
+        except OSError:  # the importer names the file and the reason when it reads it
+            pass
+    return total
+
+
 def workers_for(count: int, jobs: int | None = None) -> int:
     """Processes to use: ``jobs`` if given, else one per CPU, never more than the files."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -162,7 +178,10 @@ def read_inputs(
         raise InputError(f"no profiler output found in {folders}" + (f" ({len(rejected)} other files skipped)"
                                                                       if rejected else ""),
                          hint="ncu --csv --page raw ... > out.csv, or nvprof --csv --print-gpu-trace ...")
-    parsed = _parse_all(readable, workers_for(len(readable), jobs), on_file)
+    workers = workers_for(len(readable), jobs)
+    if jobs is None and _total_bytes(readable) < IN_PROCESS_BYTES:
+        workers = 1  # a worker process costs more to start (it imports pandas) than reading small files here
+    parsed = _parse_all(readable, workers, on_file)
     result = combine(parsed)
     for item in rejected:
         result.inputs.append(InputFile(path=str(item.path), format=NOT_PROFILER, kernels=0, notes=[item.reason]))

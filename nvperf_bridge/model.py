@@ -113,15 +113,26 @@ def column_or_nan(kernels: pd.DataFrame, name: str) -> pd.Series:
 def missing_inputs(kernels: pd.DataFrame, required: tuple[str, ...] | list[str]) -> pd.Series:
     """Per kernel, '' when every required column has a value, else the reason naming
     the missing counters and the ncu metric that collects each."""
-    missing_names = pd.Series("", index=kernels.index, dtype="object")
-    for name in required:
-        absent = kernels[name].isna() if name in kernels.columns else pd.Series(True, index=kernels.index)
-        if not absent.any():
-            continue
-        label = describe_missing([name]).removeprefix("missing ")
-        separator = np.where(missing_names[absent] == "", "", ", ")
-        missing_names[absent] = missing_names[absent] + separator + label
-    return missing_names.where(missing_names == "", "missing " + missing_names)
+    names = list(required)
+    out = np.full(len(kernels), "", dtype=object)
+    if names:
+        absent = np.column_stack([kernels[name].isna().to_numpy(dtype=bool) if name in kernels.columns
+                                  else np.ones(len(kernels), dtype=bool) for name in names])
+        if absent.any():
+            # one message per distinct pattern of absent columns, not one string built per kernel
+            if len(names) <= 62:
+                pattern = absent.astype(np.int64) @ (np.int64(1) << np.arange(len(names), dtype=np.int64))
+                codes, distinct = pd.factorize(pattern)
+                rows = [(int(code) >> np.arange(len(names))) & 1 for code in distinct]
+            else:
+                distinct_rows, codes = np.unique(absent, axis=0, return_inverse=True)
+                rows = list(distinct_rows)
+            labels = [describe_missing([name]).removeprefix("missing ") for name in names]
+            messages = np.array([", ".join(label for label, hit in zip(labels, row) if hit) for row in rows],
+                                dtype=object)
+            messages = np.where(messages == "", "", "missing " + messages.astype(str)).astype(object)
+            out = messages[np.asarray(codes).reshape(-1)]
+    return pd.Series(out, index=kernels.index, dtype="object")
 
 
 def empty_result(kernels: pd.DataFrame) -> pd.DataFrame:

@@ -98,7 +98,7 @@ statistical attribution ("time grows with these counters"), not a mechanism.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -753,8 +753,21 @@ def _bottleneck(data: dict[str, Any], elasticity: np.ndarray, index: pd.Index) -
     best = pd.Series(np.asarray(sums.columns)[values.argmax(axis=1)], index=index, dtype="object")
     decisive = (top >= ELASTICITY_MIN) & (top >= ELASTICITY_RATIO * runner_up.clip(lower=0.0)) & np.isfinite(values).all(axis=1)
     label[decisive] = best[decisive].map(GROUP_BOTTLENECK)
-    reason[decisive] = "time driven by " + best[decisive] + " counters (elasticity " + top[decisive].round(2).astype(str) + ")"
+    reason[decisive] = _per_distinct(
+        pd.DataFrame({"group": best[decisive], "elasticity": top[decisive].round(2)}),
+        lambda d: "time driven by " + d["group"] + " counters (elasticity " + d["elasticity"].astype(str) + ")")
     return label, sums, reason
+
+
+def _per_distinct(keys: pd.DataFrame, build: Callable[[pd.DataFrame], pd.Series]) -> np.ndarray:
+    """``build(keys)`` as an array, with the strings built once per distinct row of ``keys`` (speed only:
+    a million kernels share a few thousand distinct texts)."""
+    if keys.empty:
+        return np.empty(0, dtype=object)
+    codes = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
+    first = np.unique(codes, return_index=True)[1]  # one representative row per code, in code order
+    texts = build(keys.iloc[first].reset_index(drop=True)).to_numpy(dtype=object)
+    return texts[codes]
 
 
 def predict(kernels: pd.DataFrame, data: Mapping[str, Any], mode: str = "trained model", *,
@@ -801,11 +814,16 @@ def _fill(result: pd.DataFrame, rows: pd.Index, data: dict[str, Any], table: pd.
 
     result.loc[at, "predicted_ns"] = predicted
     result.loc[at, "bottleneck"] = label.to_numpy()
-    state = pd.Series("cluster ", index=rows, dtype="object") + pd.Series(core["labels"] + 1, index=rows).astype(str) + f"/{k}; "
-    state = state + reason
-    state[clipped] = state[clipped] + "; POCS moved the regression into the training range"
-    state[outside > 0] = state[outside > 0] + "; " + pd.Series(outside, index=rows)[outside > 0].astype(str) + " feature(s) outside the training range"
-    result.loc[at, "state"] = state.to_numpy()
+
+    def describe(d: pd.DataFrame) -> pd.Series:
+        state = "cluster " + d["cluster"].astype(str) + f"/{k}; " + d["reason"]
+        state[d["clipped"]] = state[d["clipped"]] + "; POCS moved the regression into the training range"
+        out = d["outside"] > 0
+        state[out] = state[out] + "; " + d["outside"][out].astype(str) + " feature(s) outside the training range"
+        return state
+
+    result.loc[at, "state"] = _per_distinct(pd.DataFrame({"cluster": core["labels"] + 1, "reason": reason.to_numpy(),
+                                                          "clipped": clipped, "outside": outside}), describe)
     result.loc[at, "mode"] = mode
     result.loc[at, "cluster"] = core["labels"] + 1
     result.loc[at, "regression_ns"] = raw_ns

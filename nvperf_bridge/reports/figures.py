@@ -276,15 +276,21 @@ def transit_report_figure(analysis: Analysis, count: int = 4) -> "Figure | None"
     run = analysis.runs.get(TRANSIT_ID)
     if run is None or run.result is None:
         return None
-    predicted = run.result["error"] == ""
+    result = run.result
+    drawable = result["error"] == ""
+    if "n" in result.columns:
+        drawable &= result["n"].notna()
+    if not drawable.any():  # on a trace transit predicts nothing: no kernel-by-kernel scan to find that out
+        return None
+    order = top_kernels(analysis, len(analysis.kernels))
+    candidates = order[order.isin(drawable.index[drawable.to_numpy()])]
     panels = []
-    for index in top_kernels(analysis, len(analysis.kernels)):
+    for index in candidates:
         if len(panels) >= count:
             break
-        if predicted.loc[index]:
-            curves = transit_curves_for(analysis, index)
-            if curves is not None:
-                panels.append(curves)
+        curves = transit_curves_for(analysis, index)
+        if curves is not None:
+            panels.append(curves)
     if not panels:
         return None
     return transit_figure(panels, suptitle=f"Transit figure (Li et al., HPDC'15, Fig. 6) - {analysis.gpu.name}")
