@@ -75,7 +75,7 @@ def test_json_to_stdout(capsys) -> None:
     code, out, err = run(capsys, DEMO, "--format", "json", "-m", "roofline")
     assert code == 0, err
     document = json.loads(out)
-    assert document["schema_version"] == 1
+    assert document["schema_version"] == 2
     assert len(document["kernels"]) == 12
     assert set(document["kernels"][0]["models"]) == {"roofline"}
 
@@ -101,7 +101,7 @@ def test_existing_output_needs_force(tmp_path: Path, capsys) -> None:
     assert target.read_text() == "keep me"
     code, out, err = run(capsys, DEMO, "-m", "roofline", "-o", target, "--force")
     assert code == 0, err
-    assert json.loads(target.read_text())["schema_version"] == 1
+    assert json.loads(target.read_text())["schema_version"] == 2
 
 
 def test_markdown_file_gets_its_figures_beside_it(tmp_path: Path, capsys) -> None:

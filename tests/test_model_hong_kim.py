@@ -115,7 +115,7 @@ def test_table2_golden_through_the_cli(capsys: pytest.CaptureFixture[str]) -> No
     report = json.loads(out)
     assert report["gpu"]["id"] == "hong-kim-example"
     entry = report["kernels"][0]["models"]["hong-kim"]
-    details = entry["details"]
+    details = {name: values[0] for name, values in report["details"]["hong-kim"].items()}  # JSON schema 2: columnar
     assert paper(details["MWP"], 2.28)
     assert details["CWP"] == pytest.approx(20.0)
     assert paper(details["Exec_cycles_app"], 38450.0)

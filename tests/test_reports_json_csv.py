@@ -27,9 +27,10 @@ def document() -> dict:
 
 
 def test_json_top_level_schema(document: dict) -> None:
-    assert document["schema_version"] == SCHEMA_VERSION == 1
+    assert document["schema_version"] == SCHEMA_VERSION == 2
     assert document["tool"] == {"name": "nvperf-bridge", "version": "9.9.9"}
-    assert set(document) >= {"schema_version", "tool", "inputs", "gpu", "kernels", "accuracy", "warnings", "models"}
+    assert set(document) >= {"schema_version", "tool", "inputs", "gpu", "kernels", "details", "accuracy", "warnings",
+                             "models"}
     assert document["inputs"] == [{"path": "profile.csv", "format": "ncu-raw", "kernels": 7,
                                    "device": "NVIDIA GeForce GTX 280", "skipped": ["2 memcpy rows (not kernels)"]}]
     assert document["gpu"] == {"id": "gtx280", "name": "NVIDIA GeForce GTX 280", "choice": "--gpu gtx280"}
@@ -46,8 +47,18 @@ def test_json_kernels_models_and_details(document: dict) -> None:
     assert alpha["predicted_ns"] == pytest.approx(14_400.0)
     assert alpha["predicted_cycles"] == pytest.approx(18_720.0)
     assert alpha["bottleneck"] == "memory-bandwidth" and alpha["error"] == ""
-    assert alpha["details"] == {"MWP": 1.0, "CWP": 2.0, "Mem_L": 420.0}
+    assert set(alpha) == {"predicted_ns", "predicted_cycles", "bottleneck", "state", "error"}
     assert kernels[3]["kernel_name"] == LONG_NAME
+
+
+def test_json_details_are_columnar_in_kernel_order(document: dict) -> None:
+    """Schema 2: every intermediate quantity, one list per quantity, one value per kernel, in kernel order."""
+    assert document["models"]["alpha"]["details"] == ["MWP", "CWP", "Mem_L"]
+    alpha = document["details"]["alpha"]
+    assert list(alpha) == ["MWP", "CWP", "Mem_L"]
+    assert all(len(values) == len(document["kernels"]) for values in alpha.values())
+    assert {name: values[0] for name, values in alpha.items()} == {"MWP": 1.0, "CWP": 2.0, "Mem_L": 420.0}
+    assert "gamma" not in document["details"] and document["models"]["gamma"]["details"] == []
 
 
 def test_json_nan_is_null(document: dict) -> None:
@@ -118,6 +129,7 @@ def test_json_columnwise_writer_gives_the_encoders_text() -> None:
     import numpy as np
     import pandas as pd
 
+    from nvperf_bridge.reports import json_report
     from nvperf_bridge.reports.json_report import _render_records, build_document
 
     analysis = make_analysis()
@@ -138,5 +150,29 @@ def test_json_columnwise_writer_gives_the_encoders_text() -> None:
         result[name] = values.values if isinstance(values, pd.Series) else values
     result["state"] = pd.Series(([None, "", "s", np.nan, 0] * n)[:n], dtype=object).values
     text = render_json(analysis)
-    assert text == _render_records(analysis, build_document(analysis)["kernels"])
-    _strict_load(text)
+    document = build_document(analysis)
+    assert _strict_load(text) == _strict_load(_render_records(analysis, document))
+    if json_report._orjson is None:  # without orjson the text is the C encoder's, byte for byte
+        assert text == _render_records(analysis, document)
+    assert _strict_load(text)["details"]["alpha"]["mixed"][:7] == [True, 1, 1.0, 2, None, None, 'é "q" \\ \n']
+
+
+def test_json_is_the_same_with_and_without_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
+    """orjson (optional) and the standard library write the same values."""
+    from nvperf_bridge.reports import json_report
+
+    analysis = make_analysis()
+    fast = _strict_load(render_json(analysis))
+    monkeypatch.setattr(json_report, "_orjson", None)
+    assert _strict_load(render_json(analysis)) == fast
+
+
+def test_json_is_written_in_chunks(tmp_path) -> None:
+    """iter_json yields the document in pieces (a chunk of kernels at a time), never the whole text."""
+    from nvperf_bridge.reports.json_report import iter_json
+
+    analysis = make_analysis()
+    chunks = list(iter_json(analysis, chunk=2))
+    assert len(chunks) > len(analysis.kernels) // 2
+    assert max(len(c) for c in chunks) < len(b"".join(chunks)) / 2
+    assert _strict_load(b"".join(chunks).decode("utf-8")) == _strict_load(render_json(analysis))

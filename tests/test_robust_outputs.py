@@ -166,7 +166,7 @@ def test_existing_output_is_replaced_only_with_force(hostile: Path, tmp_path: Pa
     assert err.count("\n") == 1 and "already exists" in err and "--force" in err
     assert out.read_text() == "precious"
     assert main(["analyze", str(hostile), "-o", str(out), "--force", "-q"]) == 0
-    assert json.loads(out.read_text())["schema_version"] == 1
+    assert json.loads(out.read_text())["schema_version"] == 2
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 

@@ -68,7 +68,9 @@ def analyze_command(
         outputs = report_outputs(analysis, report_format, output, progress.step)
         progress.step("writing")
         if output is None:
-            typer.echo(outputs[None].decode("utf-8"), nl=False)
+            data = outputs[None]
+            for chunk in [data] if isinstance(data, bytes) else data:  # JSON comes in chunks
+                typer.echo(chunk.decode("utf-8"), nl=False)
         else:
             write_outputs({path: data for path, data in outputs.items() if path is not None}, force=force)
     finally:

@@ -1,10 +1,10 @@
 """The JSON report: nvperf-bridge's versioned machine interface.
 
-Schema (``schema_version`` 1). Times are nanoseconds, accuracy figures are
+Schema (``schema_version`` 2). Times are nanoseconds, accuracy figures are
 fractions (0.123 = 12.3 %), every NaN or infinity is ``null``::
 
     {
-      "schema_version": 1,
+      "schema_version": 2,
       "tool": {"name": "nvperf-bridge", "version": "0.1.0"},
       "created": "2025-01-31T12:00:00+00:00",        # UTC, ISO 8601
       "inputs": [
@@ -19,24 +19,41 @@ fractions (0.123 = 12.3 %), every NaN or infinity is ``null``::
       "models": {                                     # every model that was asked for
         "hong-kim": {"version": "1.0", "paper": "Hong & Kim, ISCA'09", "origin": "entry point ...",
                      "failed": false, "failure": "",  # failure: why it produced nothing at all
-                     "constants": {"Mem_LD": {"value": 420.0, "source": "Table 5", "status": "paper"}}}
+                     "constants": {"Mem_LD": {"value": 420.0, "source": "Table 5", "status": "paper"}},
+                     "details": ["MWP", "CWP"]}       # the names of its columns in "details" below
       },
-      "kernels": [
+      "kernels": [                                    # one line per kernel, in input order
         {"kernel_id": "0", "kernel": "vecAdd", "kernel_name": "vecAdd(float*, float*)",
          "measured_ns": 12345.0,                      # null when the input has no duration
          "models": {                                  # models that ran; a failed model is absent
            "hong-kim": {"predicted_ns": 11000.0, "predicted_cycles": 15000.0,
                         "bottleneck": "memory-bandwidth",   # shared vocabulary, see DESIGN.md
                         "state": "MWP < CWP",               # the paper's own label
-                        "error": "",                        # why this kernel has no prediction
-                        "details": {"MWP": 4.2, "CWP": 8.0}}  # the paper's intermediate quantities
+                        "error": ""}                        # why this kernel has no prediction
          }}
       ],
+      "details": {                                    # the papers' intermediate quantities, columnar:
+        "hong-kim": {"MWP": [4.2, ...],               # one list per quantity, one value per kernel,
+                     "CWP": [8.0, ...]}               # in the order of "kernels"
+      },
       "accuracy": {                                   # models with a result; n = kernels compared
         "hong-kim": {"n": 12, "mape": 0.21, "median_ape": 0.15, "gm_abs_error": 0.12, "mean_accuracy": 0.83}
       },
       "warnings": ["..."]
     }
+
+Changes from version 1: each model's per-kernel ``details`` dict moved out of
+the kernel records into the columnar ``details`` section (every value kept;
+``models.<id>.details`` names the columns). At 100k kernels and six models
+the per-kernel keys were most of a 561 MB file; pandas reads a model's
+details with ``pd.DataFrame(document["details"]["hong-kim"])`` and the
+kernels with ``pd.json_normalize(document["kernels"])``.
+
+The file is written in chunks as it is produced (``iter_json``), never held
+whole in memory. Numbers are written by orjson when it is installed (the
+``fast`` extra: several times faster for the float columns) and by the
+standard library otherwise; both give the same values (orjson may spell an
+exponent differently, ``1e-7`` for ``1e-07``).
 
 Keys are only ever added within a schema version; a removal or a change of
 meaning increments ``schema_version``.
@@ -44,9 +61,8 @@ meaning increments ``schema_version``.
 
 from __future__ import annotations
 
-import itertools
 import json
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -55,7 +71,12 @@ from nvperf_bridge.discovery import profile_rows
 from nvperf_bridge.model import RESULT_COLUMNS
 from nvperf_bridge.reports.common import detail_columns, full_names, kernel_ids, python_value, display_names
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+try:  # optional (the ``fast`` extra): numpy float columns to JSON text in C
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - exercised where orjson is not installed
+    _orjson = None
 
 
 def build_document(analysis: Analysis) -> dict[str, Any]:
@@ -65,9 +86,8 @@ def build_document(analysis: Analysis) -> dict[str, Any]:
     short = plain_values(display_names(kernels))
     full = plain_values(full_names(kernels))
     measured = plain_values(analysis.measured_ns)
-    per_model: dict[str, list[dict[str, Any]]] = {}
-    for mid, run in analysis.ok_runs().items():
-        per_model[mid] = _model_entries(run.result, detail_columns(run))
+    runs = analysis.ok_runs()
+    per_model = {mid: _model_entries(run.result) for mid, run in runs.items()}
     records = []
     for position in range(len(kernels)):
         records.append({
@@ -77,12 +97,15 @@ def build_document(analysis: Analysis) -> dict[str, Any]:
             "measured_ns": measured[position],
             "models": {mid: entries[position] for mid, entries in per_model.items()},
         })
-    return _document(analysis, records)
+    details = {mid: {name: plain_values(run.result[name]) for name in detail_columns(run)}
+               for mid, run in runs.items()}
+    return _document(analysis, records, details)
 
 
-def _document(analysis: Analysis, records: list[Any]) -> dict[str, Any]:
-    """Everything of the document around the kernel records (given)."""
+def _document(analysis: Analysis, records: list[Any], details: dict[str, Any]) -> dict[str, Any]:
+    """Everything of the document around the kernel records and the details (both given)."""
     accuracy = analysis.accuracy()
+    ok = analysis.ok_runs()
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "nvperf-bridge", "version": analysis.tool_version},
@@ -103,10 +126,12 @@ def _document(analysis: Analysis, records: list[Any]) -> dict[str, Any]:
                     name: {"value": python_value(c.value), "source": c.source, "status": c.status}
                     for name, c in run.constants.items()
                 },
+                "details": [str(name) for name in detail_columns(run)] if mid in ok else [],
             }
             for mid, run in analysis.runs.items()
         },
         "kernels": records,
+        "details": details,
         "accuracy": {
             str(mid): {key: (int(value) if key == "n" and python_value(value) is not None else python_value(value))
                        for key, value in row.items()}
@@ -116,20 +141,12 @@ def _document(analysis: Analysis, records: list[Any]) -> dict[str, Any]:
     }
 
 
-def _model_entries(result: Any, details: list[str]) -> list[dict[str, Any]]:
-    """One dict per kernel for one model, built column-wise (no per-kernel pandas access).
-
-    Values are made plain Python (NaN -> None) one column at a time, so the
-    per-kernel loop only zips ready lists into dicts.
-    """
-    columns = {name: plain_values(result[name]) for name in (*RESULT_COLUMNS, *details)}
+def _model_entries(result: Any) -> list[dict[str, Any]]:
+    """One dict per kernel for one model, built column-wise (no per-kernel pandas access)."""
+    columns = {name: plain_values(result[name]) for name in RESULT_COLUMNS}
     for name in ("state", "error"):
         columns[name] = [value or "" for value in columns[name]]
-    detail_rows = zip(*(columns[name] for name in details)) if details else itertools.repeat(())
-    return [
-        {**dict(zip(RESULT_COLUMNS, values)), "details": dict(zip(details, detail_values))}
-        for values, detail_values in zip(zip(*(columns[name] for name in RESULT_COLUMNS)), detail_rows)
-    ]
+    return [dict(zip(RESULT_COLUMNS, values)) for values in zip(*(columns[name] for name in RESULT_COLUMNS))]
 
 
 def plain_values(values: Any) -> list[Any]:
@@ -145,52 +162,75 @@ def plain_values(values: Any) -> list[Any]:
 
 
 def render_json(analysis: Analysis) -> str:
-    """The JSON report as text (UTF-8, indented, strict: NaN is written as null).
+    """The JSON report as one text (``iter_json`` joined; for tests and small reports)."""
+    return b"".join(iter_json(analysis)).decode("utf-8")
 
-    The document is indented; each kernel record is written compactly on a
-    line of its own, which also keeps one kernel per line for grep and diff.
-    The records are the text ``json.dumps`` (C encoder, ``", "`` and ``": "``
-    separators) gives for ``build_document``'s records, but written column by
-    column: every value of a column is turned into its JSON text at once
-    (``float.__repr__`` over ``tolist()``, each distinct string encoded
-    once), and one %-template per kernel joins them. No per-kernel dicts are
-    built; anything unusual (a non-text column name) takes the dict path.
+
+def iter_json(analysis: Analysis, chunk: int = 20_000) -> Iterator[bytes]:
+    """The JSON report as UTF-8 chunks, produced ``chunk`` kernels at a time (never the whole text at once).
+
+    The document around the kernels is indented; each kernel record is one
+    compact line (grep and diff find a kernel by its line), and each details
+    column is one list. Every value of a column is turned into JSON text at
+    once (orjson over the float array when installed, else ``float.__repr__``
+    over ``tolist()``; each distinct string encoded once) and one %-template
+    per kernel joins a record. Anything unusual (a non-text column name)
+    takes the general path through ``build_document``.
     """
     runs = analysis.ok_runs()
     details = {mid: detail_columns(run) for mid, run in runs.items()}
     if not _columnar_ok(runs, details):
-        return _render_records(analysis, build_document(analysis)["kernels"])
-    text = json.dumps(_document(analysis, []), indent=2, ensure_ascii=False, allow_nan=False)
+        yield _render_records(analysis, build_document(analysis)).encode("utf-8")
+        return
+    text = json.dumps(_document(analysis, [], {}), indent=2, ensure_ascii=False, allow_nan=False)
+    kernels_marker, details_marker = '\n  "kernels": [],', '\n  "details": {},'
+    at_kernels, at_details = text.index(kernels_marker), text.index(details_marker)
     n = len(analysis.kernels)
-    if not n:
-        return text + "\n"
-    marker = '\n  "kernels": [],'
-    at = text.index(marker)
-    head = text[:at] + '\n  "kernels": [\n'
-    tail = "\n  ]," + text[at + len(marker):] + "\n"
-    template, columns = _record_template(analysis, runs, details)
-    lines: list[str] = []
-    for start in range(0, n, _CHUNK):
-        stop = min(start + _CHUNK, n)
-        texts = [column(start, stop) for column in columns]
-        lines.extend(template % values for values in zip(*texts))
-        del texts
-    lines[0] = head + lines[0]
-    lines[-1] = lines[-1] + tail
-    return ",\n".join(lines)
+    yield (text[:at_kernels] + '\n  "kernels": [').encode("utf-8")
+    if n:
+        template, columns = _record_template(analysis, runs)
+        raw = _orjson is not None
+        line_template = template.encode("utf-8") if raw else template
+        for start in range(0, n, chunk):
+            stop = min(start + chunk, n)
+            texts = [column(start, stop) for column in columns]
+            lines = [line_template % values for values in zip(*texts)]
+            joined = (b",\n" if raw else ",\n").join(lines)
+            yield (b",\n" if start else b"\n") + (joined if raw else joined.encode("utf-8"))
+        yield b"\n  "
+    yield b"],\n  \"details\": {"
+    for number, (mid, names) in enumerate(details.items()):
+        yield ((",\n    " if number else "\n    ") + _encode_str(mid) + ": {").encode("utf-8")
+        result = runs[mid].result
+        for place, name in enumerate(names):
+            yield (("," if place else "") + "\n      " + _encode_str(name) + ": [").encode("utf-8")
+            array = _column_array(result[name])
+            for start in range(0, n, chunk):
+                part = _joined_texts(array[start:start + chunk])
+                yield (b", " + part) if start else part
+            yield b"]"
+        yield b"\n    }" if names else b"}"
+    yield (("\n  }," if details else "},") + text[at_details + len(details_marker):] + "\n").encode("utf-8")
 
 
-_CHUNK = 20_000
 _encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": ")).encode
 _encode_str = json.encoder.encode_basestring  # what the encoder above uses for str (ensure_ascii=False)
 
 
-def _render_records(analysis: Analysis, kernels: list[dict[str, Any]]) -> str:
-    """The report from ready kernel records (the general path)."""
-    text = json.dumps(_document(analysis, []), indent=2, ensure_ascii=False, allow_nan=False)
+def _render_records(analysis: Analysis, document: dict[str, Any]) -> str:
+    """The report from a ready document (the general path): the same layout as ``iter_json``."""
+    kernels, details = document["kernels"], document["details"]
+    text = json.dumps({**document, "kernels": [], "details": {}}, indent=2, ensure_ascii=False, allow_nan=False)
     if kernels:
         body = ",\n".join("    " + _encode(record) for record in kernels)
         text = text.replace('\n  "kernels": [],', '\n  "kernels": [\n' + body + '\n  ],', 1)
+    if details:
+        body = ",\n".join(
+            "    " + _encode_str(str(mid)) + ": {" + ",".join(
+                "\n      " + _encode_str(str(name)) + ": " + _encode(values) for name, values in columns.items())
+            + ("\n    }" if columns else "}")
+            for mid, columns in details.items())
+        text = text.replace('\n  "details": {},', '\n  "details": {\n' + body + '\n  },', 1)
     return text + "\n"
 
 
@@ -204,15 +244,22 @@ def _columnar_ok(runs: dict[str, Any], details: dict[str, list[str]]) -> bool:
     return True
 
 
-def _record_template(analysis: Analysis, runs: dict[str, Any], details: dict[str, list[str]]) -> tuple[str, list[Any]]:
-    """The %-template of one kernel line and, per placeholder, a function (start, stop) -> JSON texts."""
+def _column_array(values: Any) -> np.ndarray:
+    return np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
+
+
+def _record_template(analysis: Analysis, runs: dict[str, Any]) -> tuple[str, list[Callable[[int, int], list[Any]]]]:
+    """The %-template of one kernel line and, per placeholder, a function (start, stop) -> JSON texts
+    (bytes with orjson, str without: the template is encoded to match)."""
     kernels = analysis.kernels
 
     def key(name: str) -> str:
         return _encode_str(name).replace("%", "%%") + ": "
 
-    def texts_of(values: Any, or_empty: bool = False) -> Any:
-        array = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
+    def texts_of(values: Any, or_empty: bool = False) -> Callable[[int, int], list[Any]]:
+        array = _column_array(values)
+        if _orjson is not None:
+            return lambda start, stop: json_bytes(array[start:stop], or_empty)
         return lambda start, stop: json_texts(array[start:stop], or_empty)
 
     parts = ["    {" + key("kernel_id") + "%s, " + key("kernel") + "%s, " + key("kernel_name") + "%s, "
@@ -224,11 +271,32 @@ def _record_template(analysis: Analysis, runs: dict[str, Any], details: dict[str
         result = run.result
         fields = [key(name) + "%s" for name in RESULT_COLUMNS]
         columns += [texts_of(result[name], or_empty=name in ("state", "error")) for name in RESULT_COLUMNS]
-        detail = [key(name) + "%s" for name in details[mid]]
-        columns += [texts_of(result[name]) for name in details[mid]]
-        model_parts.append(key(mid) + "{" + ", ".join(fields) + ", " + key("details") + "{" + ", ".join(detail) + "}}")
+        model_parts.append(key(mid) + "{" + ", ".join(fields) + "}")
     parts.append(", ".join(model_parts) + "}}")
     return "".join(parts), columns
+
+
+def _joined_texts(array: np.ndarray) -> bytes:
+    """The values of a column chunk as JSON, comma-separated (the inside of a list)."""
+    if _orjson is not None and array.dtype.kind in "fiub":
+        return _orjson.dumps(np.ascontiguousarray(array, dtype=np.float64) if array.dtype.kind == "f" else array,
+                             option=_orjson.OPT_SERIALIZE_NUMPY)[1:-1]
+    return ", ".join(json_texts(array)).encode("utf-8")
+
+
+def json_bytes(array: np.ndarray, or_empty: bool = False) -> list[bytes]:
+    """``json_texts`` as UTF-8 bytes, with orjson writing a float column at once (NaN and infinities: null)."""
+    if not or_empty and array.dtype.kind == "f" and len(array):
+        return _orjson.dumps(np.ascontiguousarray(array, dtype=np.float64),
+                             option=_orjson.OPT_SERIALIZE_NUMPY)[1:-1].split(b",")
+    cache: dict[str, bytes] = {}
+    out = []
+    for text in json_texts(array, or_empty):
+        data = cache.get(text)
+        if data is None:
+            data = cache[text] = text.encode("utf-8")
+        out.append(data)
+    return out
 
 
 def json_texts(array: np.ndarray, or_empty: bool = False) -> list[str]:
@@ -248,6 +316,9 @@ def json_texts(array: np.ndarray, or_empty: bool = False) -> list[str]:
             return ["true" if value else "false" for value in array.tolist()]
         if kind in "iu":
             return list(map(int.__repr__, array.tolist()))
+    texts = _text_column(array, or_empty)
+    if texts is not None:
+        return texts
     values = plain_values(array)
     if or_empty:
         values = [value or "" for value in values]
@@ -264,4 +335,18 @@ def json_texts(array: np.ndarray, or_empty: bool = False) -> list[str]:
     return out
 
 
-__all__ = ["SCHEMA_VERSION", "build_document", "render_json"]
+def _text_column(array: np.ndarray, or_empty: bool) -> list[str] | None:
+    """The JSON texts of a column of strings and missing values, each distinct string encoded once
+    (factorised in C); None when the column holds anything else (True, 1 and 1.0 would share a code)."""
+    import pandas as pd
+    from pandas.api.types import infer_dtype
+
+    if array.dtype.kind not in "OUS" or infer_dtype(array, skipna=True) not in ("string", "empty"):
+        return None
+    codes, distinct = pd.factorize(array, use_na_sentinel=True)
+    texts = np.array([_encode_str(value) if value or not or_empty else '""' for value in distinct.tolist()]
+                     + ['""' if or_empty else "null"], dtype=object)
+    return texts[codes].tolist()  # code -1 (missing) takes the last entry
+
+
+__all__ = ["SCHEMA_VERSION", "build_document", "iter_json", "render_json"]

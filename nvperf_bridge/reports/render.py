@@ -9,7 +9,7 @@ after the report and linked relatively). The CLI writes the result with
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from nvperf_bridge.analysis import Analysis
 
@@ -42,13 +42,14 @@ def figure_path(output: Path, key: str) -> Path:
 
 
 def report_outputs(analysis: Analysis, fmt: str, output: Path | None,
-                   progress: Callable[[str], None] | None = None) -> dict[Path | None, bytes]:
-    """Every file of the report as bytes; the key None means stdout (Markdown, JSON, CSV only)."""
+                   progress: Callable[[str], None] | None = None) -> dict[Path | None, bytes | Iterable[bytes]]:
+    """Every file of the report as bytes, or an iterator of byte chunks for a report written as it is made
+    (JSON); the key None means stdout (Markdown, JSON, CSV only)."""
     step = progress or (lambda _label: None)
     if fmt == "json":
-        from nvperf_bridge.reports.json_report import render_json
+        from nvperf_bridge.reports.json_report import iter_json
 
-        return {output: render_json(analysis).encode("utf-8")}
+        return {output: iter_json(analysis)}  # chunks, written as they are made (never the whole text)
     if fmt == "csv":
         from nvperf_bridge.reports.csv_report import render_csv
 

@@ -37,7 +37,7 @@ import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from nvperf_bridge.errors import OutputError
 from nvperf_bridge.signals import forget_temp_file, track_temp_file
@@ -169,23 +169,31 @@ def remove_stale_temp_files(target: str | Path) -> list[Path]:
     return removed
 
 
-def _stream(destination: Destination, data: bytes) -> None:
+def _chunks(data: bytes | Iterable[bytes]) -> Iterable[bytes]:
+    """``data`` as chunks: a report written as it is made (JSON) comes as an iterator of bytes."""
+    return (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data
+
+
+def _stream(destination: Destination, data: bytes | Iterable[bytes]) -> None:
     try:
         if str(destination.named) == "-":
             sys.stdout.flush()
-            sys.stdout.buffer.write(data)
+            for chunk in _chunks(data):
+                sys.stdout.buffer.write(chunk)
             sys.stdout.buffer.flush()
             return
         with open(destination.target, "wb") as out:
-            out.write(data)
+            for chunk in _chunks(data):
+                out.write(chunk)
     except BrokenPipeError:
         raise
     except OSError as exc:
         raise OutputError(f"cannot write: {exc.strerror or exc}", path=destination.named) from None
 
 
-def write_bytes(path: str | Path, data: bytes, *, force: bool = False) -> Path:
-    """Write ``data`` to ``path``: through a temporary file and a rename, or streamed (see above)."""
+def write_bytes(path: str | Path, data: bytes | Iterable[bytes], *, force: bool = False) -> Path:
+    """Write ``data`` (bytes, or byte chunks written as they come: only one chunk in memory at a time) to
+    ``path``: through a temporary file and a rename, or streamed (see above)."""
     destination = resolve_output(path, force=force)
     if destination.stream:
         _stream(destination, data)
@@ -197,7 +205,8 @@ def write_bytes(path: str | Path, data: bytes, *, force: bool = False) -> Path:
     try:
         handle = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
         with os.fdopen(handle, "wb") as out:
-            out.write(data)
+            for chunk in _chunks(data):
+                out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
         os.replace(temp, target)
@@ -217,7 +226,7 @@ def write_text(path: str | Path, text: str, *, force: bool = False) -> Path:
     return write_bytes(path, text.encode("utf-8"), force=force)
 
 
-def write_outputs(outputs: Mapping[str | Path, bytes], *, force: bool = False) -> list[Path]:
+def write_outputs(outputs: Mapping[str | Path, bytes | Iterable[bytes]], *, force: bool = False) -> list[Path]:
     """Write several files (a report and its figures): all targets are checked first."""
     for path in outputs:
         check_writable(path, force=force)
