@@ -114,11 +114,11 @@ def classify(candidate: Candidate) -> str | None:
     return None
 
 
-def _read_one(path: str) -> Any:
+def _read_one(path: str, raw_columns: frozenset[str] | None = None) -> Any:
     """Worker: parse one file with its importer (runs in a child process)."""
     from nvperf_bridge.importers import read_file
 
-    return read_file(Path(path))
+    return read_file(Path(path), raw_columns=raw_columns)
 
 
 # Below this total input size files are read in this process: starting a worker (a fresh interpreter that
@@ -148,6 +148,7 @@ def read_inputs(
     *,
     jobs: int | None = None,
     on_file: Callable[[int, int, Path], None] | None = None,
+    raw_columns: frozenset[str] | None = None,
 ) -> Any:
     """Discover, read (in parallel when there are several files) and combine; an ``ImportResult``.
 
@@ -155,7 +156,8 @@ def read_inputs(
     ``on_file(done, total, path)`` is called as each file finishes (for a
     progress bar). Files found in folders that are not profiler output are
     added to the result's ``inputs`` with format ``"not profiler output"``
-    and their reason in ``notes``, and to its ``warnings``.
+    and their reason in ``notes``, and to its ``warnings``. ``raw_columns``:
+    see ``importers.read_file`` (None: every column of an ncu raw page).
     """
     from nvperf_bridge.errors import InputError
     from nvperf_bridge.importers.merge import combine
@@ -181,7 +183,7 @@ def read_inputs(
     workers = workers_for(len(readable), jobs)
     if jobs is None and _total_bytes(readable) < IN_PROCESS_BYTES:
         workers = 1  # a worker process costs more to start (it imports pandas) than reading small files here
-    parsed = _parse_all(readable, workers, on_file)
+    parsed = _parse_all(readable, workers, on_file, raw_columns)
     result = combine(parsed)
     for item in rejected:
         result.inputs.append(InputFile(path=str(item.path), format=NOT_PROFILER, kernels=0, notes=[item.reason]))
@@ -189,7 +191,8 @@ def read_inputs(
     return result
 
 
-def _parse_all(paths: list[Path], workers: int, on_file: Callable[[int, int, Path], None] | None) -> list[Any]:
+def _parse_all(paths: list[Path], workers: int, on_file: Callable[[int, int, Path], None] | None,
+               raw_columns: frozenset[str] | None = None) -> list[Any]:
     """Parsed files in the order given; a pool of processes when ``workers`` > 1."""
     total = len(paths)
     if workers <= 1:
@@ -197,7 +200,7 @@ def _parse_all(paths: list[Path], workers: int, on_file: Callable[[int, int, Pat
 
         out = []
         for done, path in enumerate(paths, 1):
-            out.append(read_file(path))
+            out.append(read_file(path, raw_columns=raw_columns))
             if on_file is not None:
                 on_file(done, total, path)
         return out
@@ -208,7 +211,7 @@ def _parse_all(paths: list[Path], workers: int, on_file: Callable[[int, int, Pat
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     results: list[Any] = [None] * total
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method)) as pool:
-        futures = {pool.submit(_read_one, str(path)): i for i, path in enumerate(paths)}
+        futures = {pool.submit(_read_one, str(path), raw_columns): i for i, path in enumerate(paths)}
         try:
             for done, future in enumerate(as_completed(futures), 1):
                 i = futures[future]

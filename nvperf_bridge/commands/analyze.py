@@ -43,6 +43,9 @@ def analyze_command(
                                       help="Run plugins that are not built in inside this process (faster; only for "
                                            "trusted plugins): by default each runs in a worker process, so a crash, "
                                            "exit or hang costs only its results."),
+    keep_raw: bool = typer.Option(False, "--keep-raw",
+                                  help="Keep every column of an ncu raw page (default: parse only the columns "
+                                       "the models and reports use)."),
     quiet: bool = typer.Option(False, "--quiet", "-q",
                                help="No progress bar and no warnings on stderr (warnings stay in the report)."),
 ) -> None:
@@ -64,7 +67,7 @@ def analyze_command(
         analysis = build_analysis(files, gpu=gpu, model_ids=list(model or []), plugin_files=list(plugin or []),
                                   model_data=list(model_data or []), option=list(option or []),
                                   profile_dirs=list(profile_dir or []), progress=progress,
-                                  timeout_s=model_timeout, isolate=not no_isolation)
+                                  timeout_s=model_timeout, isolate=not no_isolation, keep_raw=keep_raw)
         outputs = report_outputs(analysis, report_format, output, progress.step)
         progress.step("writing")
         if output is None:
@@ -92,8 +95,10 @@ def build_analysis(
     progress: Any = None,
     timeout_s: float | None = None,
     isolate: bool = True,
+    keep_raw: bool = True,
 ) -> Any:
-    """Import ``files`` and run the models: the part ``analyze`` and ``plot`` share (``timeout_s``: per model)."""
+    """Import ``files`` and run the models: the part ``analyze`` and ``plot`` share (``timeout_s``: per model;
+    ``keep_raw`` False parses only the ncu raw columns in use: the alias table's and those the models name)."""
     from nvperf_bridge.analysis import analyze
     from nvperf_bridge.discovery import read_inputs
     from nvperf_bridge.registry import load_registry
@@ -105,9 +110,13 @@ def build_analysis(
     step(f"reading {len(files)} input{'s' if len(files) != 1 else ''}")
     # folders are searched; several files are parsed in parallel (discovery.py)
     note = getattr(progress, "note", None)
-    imported = read_inputs(list(files), on_file=None if note is None else
-                           (lambda done, total, path: note(f"read {done}/{total} files ({path.name})")))
     registry = load_registry(plugin_files)
+    raw_columns = None if keep_raw else frozenset(
+        name for entry in registry.models.values()
+        for name in (*entry.model.requires.required, *entry.model.requires.optional))
+    imported = read_inputs(list(files), on_file=None if note is None else
+                           (lambda done, total, path: note(f"read {done}/{total} files ({path.name})")),
+                           raw_columns=raw_columns)
     check_named_models_loaded(registry, model_ids)
     check_option_models(options, registry, model_ids)
     count = len(model_ids) if model_ids else len(registry.models)

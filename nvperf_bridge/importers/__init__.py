@@ -53,8 +53,12 @@ def _sniff(path: Path, text: str):
     return found
 
 
-def read_file(path: str | Path):
-    """Read one file with the importer for its layout (a ``Parsed``, before combining)."""
+def read_file(path: str | Path, *, raw_columns: frozenset[str] | None = None):
+    """Read one file with the importer for its layout (a ``Parsed``, before combining).
+
+    ``raw_columns``: None keeps every column of an ncu raw page; a set parses
+    only the used ones (mapped to canonical columns, the launch section, and
+    the raw names in the set; ``ncu_raw.column_filter``)."""
     from nvperf_bridge.importers.text import read_head, read_text
 
     path = Path(path)
@@ -67,13 +71,17 @@ def read_file(path: str | Path):
             # the wide raw page is streamed from the file, never held whole in memory
             from nvperf_bridge.importers.ncu_raw import read_stream
 
-            parsed = read_stream(path, head, found)
+            parsed = read_stream(path, head, found, raw_columns)
             if parsed is not None:
                 return parsed
     text = read_text(path)
     found = _sniff(path, text)
     module = importlib.import_module(IMPORTERS[found.format])
-    return module.read(path, text) if found.format == "kernel-yaml" else module.read(path, text, found)
+    if found.format == "kernel-yaml":
+        return module.read(path, text)
+    if found.format == "ncu-raw":
+        return module.read(path, text, found, raw_columns)
+    return module.read(path, text, found)
 
 
 def read_profiles(paths: list[Path], *, progress: bool = False) -> ImportResult:

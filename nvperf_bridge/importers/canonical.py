@@ -344,3 +344,13 @@ def to_parsed(frame: pd.DataFrame, kinds: dict[str, str], info: InputFile, *, pe
     devices = frame["device"].dropna().unique() if "device" in frame.columns else []
     info.device = ", ".join(map(str, devices)) if len(devices) else None
     return Parsed(frame=frame, info=info, per_kernel=per_kernel, join=join, kinds=kinds)
+
+
+def alias_metrics() -> frozenset[str]:
+    """Every profiler column name the alias table maps (to a canonical column or a part of one)."""
+    from importlib import resources
+    import csv as _csv
+
+    with resources.files("nvperf_bridge").joinpath("data/metric_aliases.csv").open(encoding="utf-8") as handle:
+        return frozenset(row[0].strip() for row in _csv.reader(handle)
+                         if row and row[0].strip() and not row[0].startswith("#") and row[0] != "metric")

@@ -57,15 +57,36 @@ IDENTITY = {
     "Kernel Time": "Kernel Time",
 }
 SHAPE = {"Block Size": "launch__block_size", "Grid Size": "launch__grid_size"}
+# raw columns kept even when only the used columns are parsed: the launch section (geometry; roofline reads
+# launch__waves_per_multiprocessor) and the device name
+KEPT_PREFIXES = ("launch__", "device__attribute_display_name")
 
 
-def read(path: Path, text: str, found: Sniffed) -> Parsed:
-    """Read an ncu raw-page CSV into one canonical row per launch."""
+def column_filter(extra: frozenset[str] | None):
+    """Which raw columns to parse: None (every column, ``--keep-raw``) or a test of a column name that
+    keeps the identity and shape columns, every column the alias table maps to a canonical column or a
+    part of one, the launch section, and the raw names in ``extra`` (what the models ask for)."""
+    if extra is None:
+        return None
+    from nvperf_bridge.importers.canonical import alias_metrics
+
+    wanted = alias_metrics() | set(extra) | set(IDENTITY) | set(SHAPE)
+    return lambda name: name in wanted or name.startswith(KEPT_PREFIXES)
+
+
+def read(path: Path, text: str, found: Sniffed, raw_columns: frozenset[str] | None = None) -> Parsed:
+    """Read an ncu raw-page CSV into one canonical row per launch (``raw_columns``: see ``read_stream``)."""
     table = table_at(text, found.start)
     header_end = text.find("\n", table.start)
     header = next(csv.reader(io.StringIO(text[table.start:header_end])), [])
     text_cols = [c for c in header if c.strip() in IDENTITY or c.strip() in SHAPE]
     raw, units = read_table(text, table, path, skip_units_row=_has_units_row(text, header_end), text_columns=text_cols)
+    keep = column_filter(raw_columns)
+    if keep is not None:
+        if units is not None:
+            units = [u for h, u in zip(header, units) if keep(h.strip())]
+        header = [h for h in header if keep(h.strip())]
+        raw = raw[[c for c in raw.columns if keep(c)]]
     info = InputFile(path=str(path), format=FORMAT, kernels=0)
     if raw.empty:
         raise InputError("the ncu raw table has a header but no launches", path=path, line=table.header_line + 1)
@@ -128,9 +149,13 @@ def _has_units_row(text: str, header_end: int) -> bool:
 CHUNK_ROWS = 20_000
 
 
-def read_stream(path: Path, head: Head, found: Sniffed) -> Parsed | None:
+def read_stream(path: Path, head: Head, found: Sniffed, raw_columns: frozenset[str] | None = None) -> Parsed | None:
     """Read an ncu raw page straight from the file, in chunks; None where ``read`` must do it.
 
+    ``raw_columns`` None parses every column; a set parses only the columns
+    that are used (``column_filter``: those the alias table maps, the launch
+    section, identity and shape columns, and the raw names in the set): the
+    C parser skips the others (``usecols``), most of a 475-column page.
     The result is the frame ``read`` builds from the whole text, value for value.
     """
     text = head.text
@@ -144,10 +169,18 @@ def read_stream(path: Path, head: Head, found: Sniffed) -> Parsed | None:
         return None
     has_units = _has_units_row(text, header_end)
     units = next(csv.reader(io.StringIO(text[header_end + 1:units_end])), []) if has_units else None
+    keep = column_filter(raw_columns)
+    if keep is not None:
+        if units is not None and len(units) != len(names):
+            return None  # a units row that does not line up: the whole-text path says what it can
+        chosen = [i for i, name in enumerate(names) if keep(name)]
+        if units is not None:
+            units = [units[i] for i in chosen]
+        header, names = [header[i] for i in chosen], [names[i] for i in chosen]
     start = head.bom + len(text[:found.start].encode("utf-8"))
     header_line = text.count("\n", 0, found.start)
     try:
-        built = _stream_columns(path, start, header, names, has_units)
+        built = _stream_columns(path, start, header, names, has_units, selected=keep is not None)
     except (NeedsWholeText, UnicodeDecodeError, ValueError, csv.Error, pd.errors.ParserError,
             pd.errors.ParserWarning, pd.errors.EmptyDataError):
         return None
@@ -216,7 +249,8 @@ def _shared_strings(values: pd.Series) -> np.ndarray:
     return table[codes]
 
 
-def _stream_columns(path: Path, start: int, header: list[str], names: list[str], has_units: bool):
+def _stream_columns(path: Path, start: int, header: list[str], names: list[str], has_units: bool,
+                    selected: bool = False):
     """Parse the table in chunks: {name: (kind, array)}, the float storage block and the row count.
 
     Kinds: "identity" and "text" (object arrays), "shape" (float products of
@@ -241,7 +275,7 @@ def _stream_columns(path: Path, start: int, header: list[str], names: list[str],
             reader = pd.read_csv(
                 stream, dtype={c: str for c in text_cols}, keep_default_na=False, na_values=[""], index_col=False,
                 skiprows=[1] if has_units else None, skipinitialspace=False, engine="c", encoding="utf-8",
-                chunksize=CHUNK_ROWS,
+                chunksize=CHUNK_ROWS, usecols=header if selected else None,
             )
             with reader:
                 for chunk in reader:

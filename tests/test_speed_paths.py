@@ -1,0 +1,65 @@
+"""The fast paths give what the slow ones give: only-used ncu raw columns, per-distinct-pattern messages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nvperf_bridge.columns import describe_missing
+from nvperf_bridge.model import missing_inputs
+
+RAW = "roofline-analysis/roofline-analysis__torch_sdpa_flash__gqa_bf16_b64_ctx4k_p64.ncu.csv"
+
+
+def _model_names() -> frozenset[str]:
+    from nvperf_bridge.registry import load_registry
+
+    registry = load_registry([])
+    return frozenset(name for entry in registry.models.values()
+                     for name in (*entry.model.requires.required, *entry.model.requires.optional))
+
+
+def test_used_raw_columns_keep_every_canonical_column_and_value(realdata_dir: Path) -> None:
+    from nvperf_bridge.columns import CANONICAL_COLUMNS
+    from nvperf_bridge.importers import read_file
+
+    path = realdata_dir / RAW
+    full = read_file(path).frame
+    used = read_file(path, raw_columns=_model_names()).frame
+    assert len(used.columns) < len(full.columns) / 3, "most raw columns are not parsed"
+    assert [c for c in full.columns if c in CANONICAL_COLUMNS] == [c for c in used.columns if c in CANONICAL_COLUMNS]
+    pd.testing.assert_frame_equal(full[list(used.columns)], used)
+    assert "launch__waves_per_multiprocessor" in used.columns  # read by roofline although not canonical
+
+
+def test_analyze_predicts_the_same_with_and_without_keep_raw(realdata_dir: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from nvperf_bridge.cli import main
+
+    documents = []
+    for extra in ([], ["--keep-raw"]):
+        out = tmp_path / f"r{len(extra)}.json"
+        assert main(["analyze", str(realdata_dir / RAW), "--gpu", "h100-sxm", "--format", "json", "-o", str(out),
+                     "-q", *extra]) == 0
+        documents.append(json.loads(out.read_text()))
+    lean, kept = documents
+    assert lean["kernels"] == kept["kernels"] and lean["details"] == kept["details"]
+    assert lean["warnings"] == kept["warnings"] and lean["accuracy"] == kept["accuracy"]
+
+
+def test_missing_counters_message_is_the_per_kernel_one() -> None:
+    rng = np.random.default_rng(3)
+    names = ["inst_executed", "dram_read_bytes", "grid_blocks", "flop_sp"]
+    kernels = pd.DataFrame({c: np.where(rng.random(50) < 0.4, np.nan, 1.0) for c in names[:3]},
+                           index=[f"k{i}" for i in range(50)])
+    got = missing_inputs(kernels, names)
+    for label, row in kernels.iterrows():
+        absent = [n for n in names if n not in kernels.columns or pd.isna(row.get(n))]
+        expected = describe_missing(absent) if absent else ""
+        assert got[label] == expected, label
+    assert got.str.contains("flop_sp").all(), "a column the frame lacks is missing for every kernel"
+    assert (missing_inputs(kernels, []) == "").all()
