@@ -35,7 +35,10 @@ TOP_COUNTERS = 5  # counters listed per group as "changed most"
 TOP_DETAILS = 3  # model intermediate quantities listed per group as the model's "why"
 # Columns that describe the launch or the measurement rather than what the kernel did.
 _NOT_COUNTERS = frozenset({*IDENTITY_COLUMNS, "duration_ns", "min_duration_ns", "max_duration_ns", "grid_blocks",
-                           "block_threads", "metrics_invocations", "Start", "sm_clock_hz"})
+                           "block_threads", "metrics_invocations", "sm_clock_hz",
+                           # raw profiler columns that number or place a launch, or repeat its shape
+                           "ID", "Context", "Stream", "Process ID", "Correlation_ID", "Start", "Duration",
+                           "Grid X", "Grid Y", "Grid Z", "Block X", "Block Y", "Block Z", "Device"})
 
 
 @dataclass

@@ -216,11 +216,19 @@ def rebuild_records(base: pd.Series, settings: Sequence[Mapping[str, float]], so
         frame["achieved_occupancy"] = np.minimum(achieved_before / theory_before * theory_now, theory_now)
     else:
         frame["achieved_occupancy"] = np.nan
-    labels = [", ".join(f"{_short(p)}={_value_text(s[p])}" for p in PARAMETERS if p in s) for s in settings]
-    gpu_tag = "" if same_gpu else f" on {target_gpu.id}"
-    frame["kernel_id"] = [f"{base.get('kernel_id', '')} [{label}{gpu_tag}]" if label or gpu_tag
-                          else f"{base.get('kernel_id', '')} [rebuilt]" for label in labels]
+    frame["kernel_id"] = [f"{base.get('kernel_id', '')} [{label}]"
+                          for label in point_labels(settings, target_gpu.id, same_gpu)]
     return frame, occ_now, not_carried
+
+
+def point_labels(settings: Sequence[Mapping[str, float]], gpu_id: str, same_gpu: bool) -> list[str]:
+    """'block=256, regs=32' (and ' on GPU' off the measured GPU) per setting; 'rebuilt' when nothing varies."""
+    tag = "" if same_gpu else f"on {gpu_id}"
+    labels = []
+    for setting in settings:
+        label = ", ".join(f"{_short(p)}={_value_text(setting[p])}" for p in PARAMETERS if p in setting)
+        labels.append(" ".join(part for part in (label, tag) if part) or "rebuilt")
+    return labels
 
 
 _SHORT = {"block_threads": "block", "grid_blocks": "grid", "registers_per_thread": "regs",
@@ -342,8 +350,8 @@ def run_study(
         at_measured &= np.isclose(points[param].to_numpy(), _number(base, param), equal_nan=True)
     points["at_measured_setting"] = at_measured & (points["gpu"] == source.id).to_numpy()
     points.loc[0, "at_measured_setting"] = True
-    points.loc[1:, "point"] = [f"{k}" for k in records["kernel_id"].iloc[1:].astype(str).str.extract(
-        r"\[(.*)\]$", expand=False).fillna("")]
+    points.loc[1:, "point"] = [label for target in targets
+                               for label in point_labels(settings, target.id, target.id == source.id)]
     valid = points["occupancy_invalid_reason"].fillna("") == ""
     valid.iloc[0] = True  # the measured launch ran
 
@@ -394,4 +402,4 @@ def whatif_files(paths: Sequence[str | Path], **kwargs: Any) -> WhatIfStudy:
 
 
 __all__ = ["KEEP_CHOICES", "MEASURED", "PARAMETERS", "Rule", "WhatIfStudy", "parse_vary", "rebuild_records",
-           "rebuild_rules", "run_study", "select_kernel", "whatif_files"]
+           "point_labels", "rebuild_rules", "run_study", "select_kernel", "whatif_files"]

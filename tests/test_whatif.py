@@ -158,6 +158,7 @@ def test_cli_json_csv_xlsx(tmp_path: Path, capsys, matrixmul: list[Path]) -> Non
     doc = json.loads(out)
     assert doc["schema"] == "nvperf-bridge/whatif/1" and doc["target_gpus"] == ["gtx-1080-ti", "a100-40gb"]
     assert [p["measured"] for p in doc["points"]] == [True] + [False] * 4
+    assert doc["points"][3]["point"] == "block=128 on a100-40gb"
     assert doc["points"][3]["gpu"] == "a100-40gb" and doc["points"][3]["models"]["transit"]["predicted_ns"] > 0
     assert "stall_sync" in doc["not_carried"]
     code, out, err = run(capsys, *args, "-f", "csv")
