@@ -115,12 +115,12 @@ def test_csv_values_errors_and_quoting() -> None:
     gamma = rows[2]
     assert gamma["predicted_ns"] == "" and gamma["error"].startswith("model failed as a whole:")
     beta_missing = rows[4]
-    assert beta_missing["kernel"].startswith("=HYPERLINK") and beta_missing["predicted_ns"] == ""
+    assert beta_missing["kernel"].startswith("'=HYPERLINK") and beta_missing["predicted_ns"] == ""  # neutralised
     assert beta_missing["error"].startswith("missing inst_executed")
     no_time = [r for r in rows if r["kernel_id"] == "4"]
     assert all(r["measured_ns"] == "" and r["error_pct"] == "" for r in no_time)
     assert rows[0]["kernel_name"] == "vecAdd(float const*, float const*, float*, int)", "commas survive"
-    assert rows[3]["kernel_name"] == '=HYPERLINK("http://x","click")', "quotes survive"
+    assert rows[3]["kernel_name"] == "'=HYPERLINK(\"http://x\",\"click\")", "quotes survive, the formula is neutralised"
     assert rows[6]["kernel_name"] == "a|b`c<d>*e_f(int)"
 
 

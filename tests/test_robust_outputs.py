@@ -397,3 +397,53 @@ def test_folder_or_unwritable_output_fails_before_any_work(tmp_path: Path, capsy
         assert main(["analyze", str(FIXTURE_YAML), "-o", str(locked / "r.json")]) == 1
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "permission denied" in err
+
+
+# ---- CSV and Markdown: formula injection --------------------------------------------------
+
+def _formula_like(text: str) -> bool:
+    if len(text) < 2 or text[0] not in "=+-@\t\r":
+        return False
+    try:
+        float(text)
+    except ValueError:
+        return True
+    return False
+
+
+def test_csv_neutralises_formula_leading_text(hostile: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import csv
+
+    out = tmp_path / "r.csv"
+    assert main(["analyze", str(hostile), "-o", str(out), "-q"]) == 0
+    rows = list(csv.DictReader(out.open(newline="", encoding="utf-8")))
+    assert rows
+    offenders = [(row["kernel_id"], key, value) for row in rows for key, value in row.items() if _formula_like(value)]
+    assert not offenders, offenders[:5]
+    names = {row["kernel_name"] for row in rows}
+    assert len(rows) == len(HOSTILE_NAMES) * len({row["model"] for row in rows})  # no row split by a CR
+    for name in HOSTILE_NAMES:
+        expected = ("'" + name if _formula_like(name) else name).replace("\r", "\n")
+        assert expected in names, (name, sorted(names)[:5])
+    # numbers stay numbers: negative errors are not prefixed
+    assert any(row["error_pct"].startswith("-") for row in rows if row["error_pct"])
+
+
+def test_markdown_name_cells_are_not_formulas(hostile: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["analyze", str(hostile), "-q"]) == 0
+    out = capsys.readouterr().out
+    cells = [cell.strip() for line in out.splitlines() if line.startswith("|") and not re.fullmatch(r"[|:\- ]+", line)
+             for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
+    offenders = [cell for cell in cells if _formula_like(cell) and not re.fullmatch(r"[-+][\d.,]+ ?%?", cell)]
+    assert not offenders, offenders[:5]
+    assert "| '=HYPERLINK " in out
+
+
+def test_neutralise_formula_rules() -> None:
+    from nvperf_bridge.reports.common import neutralise_formula
+
+    assert neutralise_formula("=1+2") == "'=1+2"
+    assert neutralise_formula("@SUM(1,1)") == "'@SUM(1,1)"
+    assert neutralise_formula("\tTAB") == "'\tTAB"
+    assert neutralise_formula("-5.25") == "-5.25" and neutralise_formula("+1e3") == "+1e3"
+    assert neutralise_formula("-") == "-" and neutralise_formula("kernel<float>") == "kernel<float>"

@@ -16,6 +16,25 @@ import pandas as pd
 from nvperf_bridge.analysis import Analysis, ModelRun
 from nvperf_bridge.model import RESULT_COLUMNS
 
+# Text a spreadsheet runs as a formula (or a DDE command) when a cell starts with it: CSV opened by
+# double-click, a Markdown table pasted into a sheet. The workbook stores such text with a quote prefix.
+FORMULA_START: tuple[str, ...] = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_formula(text: str) -> str:
+    """``text`` with an apostrophe in front when a spreadsheet would take it for a formula: it starts
+    with = + - @, a tab or a CR and is not simply a number (``-5.2`` stays as it is, and so does a lone
+    ``-``). A spreadsheet shows the rest as text; strip one leading apostrophe to get the original back
+    (the JSON report keeps every name exactly)."""
+    if len(text) < 2 or text[0] not in FORMULA_START:
+        return text
+    try:
+        float(text)
+    except ValueError:
+        return "'" + text
+    return text
+
+
 # (unit label, nanoseconds per unit), smallest first.
 TIME_UNITS: tuple[tuple[str, float], ...] = (("ns", 1.0), ("µs", 1e3), ("ms", 1e6), ("s", 1e9))
 

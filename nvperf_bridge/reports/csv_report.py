@@ -6,8 +6,13 @@ model, predicted_ns, predicted_cycles, error_pct, bottleneck, state, error``.
 Rows come kernel by kernel, models in the order they ran. A model that failed
 as a whole still gets its rows, with no prediction and the failure as
 ``error``, so every kernel x model pair is accounted for. Missing numbers are
-empty fields. Values are written as they are (this is a data interface, not
-a spreadsheet): open it in a spreadsheet through an import dialog.
+empty fields. Numbers are written as they are; a text field that a
+spreadsheet would run as a formula (starting with ``= + - @``, tab or CR, and
+not simply a number: a hostile kernel name such as ``=HYPERLINK(...)``) gets
+a leading apostrophe (``reports.common.neutralise_formula``), so opening the
+file by double-click never evaluates it; a CR inside a text field is written
+as LF (a bare CR would split the row). ``build_table`` returns the values
+unchanged.
 """
 
 from __future__ import annotations
@@ -18,12 +23,13 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge.analysis import Analysis
-from nvperf_bridge.reports.common import display_names, full_names, kernel_ids
+from nvperf_bridge.reports.common import display_names, full_names, kernel_ids, neutralise_formula
 
 CSV_COLUMNS: tuple[str, ...] = (
     "kernel_id", "kernel", "kernel_name", "measured_ns", "model", "predicted_ns",
     "predicted_cycles", "error_pct", "bottleneck", "state", "error",
 )
+TEXT_COLUMNS: tuple[str, ...] = ("kernel_id", "kernel", "kernel_name", "model", "bottleneck", "state", "error")
 
 
 def build_table(analysis: Analysis) -> pd.DataFrame:
@@ -64,10 +70,23 @@ def build_table(analysis: Analysis) -> pd.DataFrame:
     return table[list(CSV_COLUMNS)].reset_index(drop=True)
 
 
+def _text_field(value: object) -> object:
+    """A text field made safe: no formula, and a CR inside it written as LF. Python's csv writer
+    quotes a field only for the characters of its own line terminator ('\\n' here), so a bare CR
+    was written unquoted and split the row for every reader; the workbook's XML reads a CR back as
+    LF too."""
+    if not isinstance(value, str):
+        return value
+    return neutralise_formula(value).replace("\r\n", "\n").replace("\r", "\n")
+
+
 def render_csv(analysis: Analysis) -> str:
     """The CSV report as text (RFC 4180 quoting, '\\n' line ends, full float precision)."""
+    table = build_table(analysis)
+    for column in TEXT_COLUMNS:
+        table[column] = table[column].map(_text_field)
     buffer = io.StringIO()
-    build_table(analysis).to_csv(buffer, index=False, lineterminator="\n", float_format="%.12g")
+    table.to_csv(buffer, index=False, lineterminator="\n", float_format="%.12g")
     return buffer.getvalue()
 
 

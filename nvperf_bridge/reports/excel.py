@@ -54,6 +54,7 @@ from nvperf_bridge.reports.xlsx_rows import Quoted, RawBlock, RawColumn, inject_
 from nvperf_bridge.reports.common import (
     BOTTLENECK_COLORS,
     ERROR_BANDS,
+    FORMULA_START,
     constant_status_summary,
     detail_columns,
     display_names,
@@ -86,7 +87,7 @@ STATUS_FILLS = {"default": "FCE4D6", "calibrated": "E2EFDA", "measured": "DDEBF7
 ERROR_FILLS = ("C6EFCE", "FFEB9C", "F8CBAD", "FF9B9B")  # |error| <= 10 %, <= 30 %, <= 100 %, > 100 %
 
 # Text a spreadsheet would evaluate or treat specially if typed in.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_START = FORMULA_START  # shared with the CSV and Markdown reports (reports.common)
 _ERROR_LITERALS = ("#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A")
 _ILLEGAL = re.compile(r"[\000-\010]|[\013-\014]|[\016-\037]")
 _MAX_CELL_TEXT = 32_767

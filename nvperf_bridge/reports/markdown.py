@@ -29,6 +29,7 @@ from nvperf_bridge.reports.common import (
     format_number,
     format_percent,
     full_names,
+    neutralise_formula,
     shorten,
     time_unit,
     top_kernels,
@@ -83,7 +84,9 @@ def render_markdown(analysis: Analysis, figures: Mapping[str, str] | None = None
 
 
 def _name_cell(name: str) -> str:
-    return escape(shorten(name, NAME_WIDTH))
+    # a name a spreadsheet would run as a formula (=HYPERLINK(...)) gets an apostrophe, as in the CSV;
+    # the full name stays exact in its code span under "Kernel names"
+    return escape(neutralise_formula(shorten(name, NAME_WIDTH)))
 
 
 def _header(analysis: Analysis) -> str:
