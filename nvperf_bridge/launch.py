@@ -5,9 +5,10 @@ the launch shape, the occupancy and the GPU profile (DESIGN.md, "Mapping
 counters to the papers' inputs"):
 
 - warps per block = ceil(block_threads / warp size); total warps = grid_blocks x that;
-- theoretical blocks, warps and occupancy per SM with the limiter, from the
-  occupancy calculator (:mod:`nvperf_bridge.occupancy`) for the profile's compute
-  capability;
+- theoretical blocks, warps and occupancy per SM (``theoretical_occupancy_calc``,
+  beside the profiler's own ``theoretical_occupancy`` column) with the limiter and
+  each resource's block limit, from the occupancy calculator
+  (:mod:`nvperf_bridge.occupancy`) for the profile's compute capability;
 - active SMs = min(SM count, grid_blocks);
 - resident blocks per SM = min(theoretical blocks per SM, ceil(grid_blocks / active SMs));
 - warps per SM = total warps / active SMs: every warp one SM runs over the launch;
@@ -57,12 +58,16 @@ N_FROM_CALCULATOR = "occupancy calculator"
 INPUT_COLUMNS = ("grid_blocks", "block_threads", "registers_per_thread", "shared_mem_per_block_bytes",
                  "achieved_occupancy", "theoretical_occupancy")
 
+# The calculator's per-resource block limits and allocations, carried into the geometry for reports and advice.
+_CALCULATOR_COLUMNS = ("blocks_limit_warps", "blocks_limit_registers", "blocks_limit_shared_mem",
+                       "blocks_limit_blocks", "allocated_registers_per_block", "allocated_shared_mem_per_block_bytes")
+
 GEOMETRY_COLUMNS = (
     "warps_per_block", "total_warps", "active_sms", "theoretical_blocks_per_sm", "theoretical_warps_per_sm",
     "theoretical_occupancy_calc", "occupancy_limiter", "occupancy_limiters", "occupancy_invalid_reason",
     "occupancy_missing_inputs",
     "resident_blocks_per_sm", "warps_per_sm", "active_warps_per_sm", "active_warps_source",
-    "active_blocks_per_sm", "repetitions", "waves", "full_waves",
+    "active_blocks_per_sm", "repetitions", "waves", "full_waves", *_CALCULATOR_COLUMNS,
 )
 
 
@@ -137,6 +142,7 @@ def compute_geometry(kernels: pd.DataFrame, gpu: GpuProfile) -> LaunchGeometry:
         "repetitions": repetitions,
         "waves": waves,
         "full_waves": np.ceil(waves),
+        **{name: occ[name] for name in _CALCULATOR_COLUMNS},
     }, index=index)
     return LaunchGeometry(table, gpu.id)
 

@@ -122,7 +122,8 @@ def cc_table() -> dict[str, SmLimits]:
 
 def cc_limits(cc: str) -> SmLimits:
     """The table row for ``cc``; a compute capability the table lacks takes the nearest
-    lower one of the same major version (a newer minor revision keeps its major's rules)."""
+    lower one of the same major version (a newer minor revision keeps its major's rules),
+    and one newer than every row the newest row."""
     table = cc_table()
     cc = str(cc).strip()
     if cc in table:
@@ -134,11 +135,14 @@ def cc_limits(cc: str) -> SmLimits:
     same_major = [key for key in table if _cc_key(key)[0] == wanted[0] and _cc_key(key) <= wanted]
     if not same_major:
         same_major = [key for key in table if _cc_key(key)[0] == wanted[0]]
-    if not same_major:
-        known = ", ".join(table)
-        raise UsageError(f"no occupancy rules for compute capability {cc}",
-                         hint=f"known: {known}; add a row to nvperf_bridge/data/{TABLE_FILE}")
-    return table[max(same_major, key=_cc_key)]
+    if same_major:
+        return table[max(same_major, key=_cc_key)]
+    # a compute capability newer than the table: the newest rules (a profile's own limits override them)
+    newest = max(table, key=_cc_key)
+    if wanted > _cc_key(newest):
+        return table[newest]
+    raise UsageError(f"no occupancy rules for compute capability {cc}",
+                     hint=f"known: {', '.join(table)}; add a row to nvperf_bridge/data/{TABLE_FILE}")
 
 
 # Profile fields that override the table (a hand-written or hypothetical profile is taken at its word).

@@ -54,6 +54,9 @@ def test_without_measured_occupancy_rep_is_hong_kim_eq21(gpu) -> None:
     assert (g.resident_blocks_per_sm[0], g.active_warps_per_sm[0]) == (4, 32)
     assert g.repetitions[0] == pytest.approx(1000 / (4 * 80))
     assert g.occupancy_limiter[0] == "registers"
+    # what each resource allows, for advice ("64 registers per thread allow 4 blocks of 256 threads")
+    assert (g.blocks_limit_registers[0], g.blocks_limit_warps[0], g.blocks_limit_blocks[0]) == (4, 8, 32)
+    assert g.allocated_registers_per_block[0] == 64 * 256
 
 
 def test_tail_wave(gpu) -> None:

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from profile_factory import make_profile
 
+from nvperf_bridge.errors import UsageError
 from nvperf_bridge.gpu import load_profiles
 from nvperf_bridge.importers import read_profiles
 from nvperf_bridge.occupancy import (
@@ -103,6 +104,9 @@ def test_table_covers_every_shipped_profile_and_agrees_with_it() -> None:
 
 def test_unknown_minor_takes_its_major_and_profile_facts_override() -> None:
     assert cc_limits("8.8").cc == "8.7"
+    assert cc_limits("13.0").cc == "12.1"  # newer than the table: its newest rules
+    with pytest.raises(UsageError, match="no occupancy rules for compute capability 4.0"):
+        cc_limits("4.0")
     gpu = make_profile(compute_capability="7.0", max_warps_per_sm=32)
     assert limits_for_profile(gpu).max_warps_per_sm == 32
     k = pd.DataFrame({"block_threads": [256], "registers_per_thread": [16], "shared_mem_per_block_bytes": [0]})
