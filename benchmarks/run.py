@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import json
 import os
 import platform
@@ -213,9 +214,20 @@ def machine() -> dict[str, str]:
         pass
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
-    return {"cpu": cpu, "cores": str(os.cpu_count()), "memory": mem, "os": platform.platform(),
-            "python": platform.python_version(), "pandas": pandas.__version__, "numpy": numpy.__version__,
-            "openpyxl": openpyxl.__version__, "commit": commit or "?"}
+    optional = {}
+    for name in ("orjson", "pyarrow"):  # optional extras that change the speed of some outputs
+        try:
+            optional[name] = __import__(name).__version__
+        except ImportError:
+            optional[name] = "not installed"
+    load = ""
+    try:
+        load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": str(os.cpu_count()), "memory": mem, "load average at start": load or "?",
+            "os": platform.platform(), "python": platform.python_version(), "pandas": pandas.__version__,
+            "numpy": numpy.__version__, "openpyxl": openpyxl.__version__, **optional, "commit": commit or "?"}
 
 
 def fmt_s(seconds: float) -> str:
@@ -463,8 +475,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0,
                         help="multiply every input size (e.g. --scale 10 for 100k-kernel Excel and details runs)")
     parser.add_argument("--only", action="append", choices=STEPS, help="run only these measurements (repeatable)")
-    parser.add_argument("--formats", default="md,json,csv,xlsx",
-                        help="output formats measured by the memory step (comma-separated)")
+    parser.add_argument("--formats", default="md,json,csv,parquet",
+                        help="output formats measured by the memory step (comma-separated; parquet only where "
+                             "pyarrow is installed; xlsx at 1M launches takes far longer than the rest)")
     parser.add_argument("--realdata", type=Path, default=REPO.parent / "shared" / "realdata",
                         help="folder of the real profiler files (for the small-file case)")
     args = parser.parse_args(argv)
@@ -515,8 +528,11 @@ def main(argv: list[str] | None = None) -> int:
                                     1 if sizes["excel"] >= 50_000 else repeat, work))
             say(table(rows[-1:]))
         if "memory" in only:
-            mem = bench_memory(make("ncu-raw", sizes["memory"])[0], work,
-                               tuple(f.strip() for f in args.formats.split(",") if f.strip()))
+            formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+            if "parquet" in formats and importlib.util.find_spec("pyarrow") is None:
+                formats.remove("parquet")
+                say("memory: parquet skipped (pyarrow not installed)")
+            mem = bench_memory(make("ncu-raw", sizes["memory"])[0], work, tuple(formats))
             rows += mem
             say(table(mem))
     finally:

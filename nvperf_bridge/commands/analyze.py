@@ -22,7 +22,7 @@ def analyze_command(
     model: Optional[List[str]] = typer.Option(None, "--model", "-m",
                                               help="Run only this model (repeatable; default: all installed)."),
     fmt: Optional[str] = typer.Option(None, "--format", "-f",
-                                      help="md, json, csv or xlsx (default: from the -o suffix, else md)."),
+                                      help="md, json, csv, xlsx or parquet (default: from the -o suffix, else md)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
                                           help="Write the report here (default or '-': stdout; xlsx needs a "
                                                "file). A device or FIFO is written to directly, never replaced."),
@@ -60,6 +60,12 @@ def analyze_command(
     report_format = format_for(fmt, output)
     if report_format == "xlsx" and output is None:
         raise UsageError("an Excel report needs a file", hint="pass -o review.xlsx")
+    if report_format == "parquet":
+        from nvperf_bridge.reports.parquet_report import check_available
+
+        check_available()  # pyarrow is optional: say so before any work
+        if output is None:
+            raise UsageError("a Parquet report needs a file", hint="pass -o kernels.parquet")
     if output is not None:
         check_writable(output, force=force)  # fail before the work, not after it
     progress = Progress(5, enabled=not quiet)

@@ -13,8 +13,11 @@ from typing import Callable, Iterable
 
 from nvperf_bridge.analysis import Analysis
 
-FORMATS: tuple[str, ...] = ("md", "json", "csv", "xlsx")
-SUFFIXES: dict[str, str] = {".md": "md", ".markdown": "md", ".json": "json", ".csv": "csv", ".xlsx": "xlsx"}
+FORMATS: tuple[str, ...] = ("md", "json", "csv", "xlsx", "parquet")
+SUFFIXES: dict[str, str] = {".md": "md", ".markdown": "md", ".json": "json", ".csv": "csv", ".xlsx": "xlsx",
+                             ".parquet": "parquet"}
+# binary formats: written to a file only (-o), never to stdout
+FILE_ONLY: tuple[str, ...] = ("xlsx", "parquet")
 
 
 def format_for(fmt: str | None, output: Path | None) -> str:
@@ -32,7 +35,7 @@ def format_for(fmt: str | None, output: Path | None) -> str:
     suffix = output.suffix.lower()
     if suffix not in SUFFIXES:
         raise UsageError(f"cannot tell the report format from {output.name!r}",
-                         hint=f"name it .md, .json, .csv or .xlsx, or pass --format {'|'.join(FORMATS)}")
+                         hint=f"name it .md, .json, .csv, .xlsx or .parquet, or pass --format {'|'.join(FORMATS)}")
     return SUFFIXES[suffix]
 
 
@@ -50,6 +53,10 @@ def report_outputs(analysis: Analysis, fmt: str, output: Path | None,
         from nvperf_bridge.reports.json_report import iter_json
 
         return {output: iter_json(analysis)}  # chunks, written as they are made (never the whole text)
+    if fmt == "parquet":
+        from nvperf_bridge.reports.parquet_report import iter_parquet
+
+        return {output: iter_parquet(analysis)}  # a row group at a time
     if fmt == "csv":
         from nvperf_bridge.reports.csv_report import render_csv
 
@@ -79,4 +86,4 @@ def report_outputs(analysis: Analysis, fmt: str, output: Path | None,
     return files
 
 
-__all__ = ["FORMATS", "figure_path", "format_for", "report_outputs"]
+__all__ = ["FILE_ONLY", "FORMATS", "figure_path", "format_for", "report_outputs"]
