@@ -173,7 +173,9 @@ def rebuild_records(base: pd.Series, settings: Sequence[Mapping[str, float]], so
     varied_block = np.array([("block_threads" in s) for s in settings])
     given_grid = np.array([("grid_blocks" in s) for s in settings])
     if keep == "work":
-        follow = varied_block & ~given_grid
+        # the measured block size keeps the measured grid as it is (an average over launch
+        # configurations may not be a whole number); another block size gets whole blocks
+        follow = varied_block & ~given_grid & (new["block_threads"] != measured["block_threads"])
         new["grid_blocks"] = np.where(follow, np.ceil(measured["grid_blocks"] * measured["block_threads"]
                                                       / new["block_threads"]), new["grid_blocks"])
     src_limits, dst_limits = limits_for_profile(source_gpu), limits_for_profile(target_gpu)

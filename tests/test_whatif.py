@@ -197,3 +197,35 @@ def test_study_without_a_launch_shape_is_refused() -> None:
                             "duration_ns": [1000.0]})
     with pytest.raises(UsageError, match="has no block_threads"):
         run_study(kernels, kernel="k", vary={"block_threads": [64]})
+
+
+def test_every_corpus_kernel_rebuilds_consistently(realdata_dir: Path) -> None:
+    """All 122 timed kernels of the GTX 1080 Ti corpus: per-warp and per-thread work is kept at every
+    block size, and the rebuild at the measured setting gives back the measured record's counters."""
+    from nvperf_bridge.discovery import read_inputs
+    from nvperf_bridge.gpu import resolve_profile
+    from nvperf_bridge.whatif import rebuild_records
+
+    kernels = read_inputs([realdata_dir / "magus-corpus"]).kernels
+    assert len(kernels) == 122
+    gpu = resolve_profile("gtx-1080-ti")
+    for _, base in kernels.iterrows():
+        settings = [{"block_threads": float(base["block_threads"])}, {"block_threads": 128.0},
+                    {"block_threads": 1024.0}]
+        records, occ, _ = rebuild_records(base, settings, gpu, gpu)
+        warps = records["grid_blocks"] * np.ceil(records["block_threads"] / 32)
+        threads = records["grid_blocks"] * records["block_threads"]
+        warps0 = float(base["grid_blocks"]) * np.ceil(float(base["block_threads"]) / 32)
+        threads0 = float(base["grid_blocks"]) * float(base["block_threads"])
+        assert (threads >= threads0).all() and (threads - threads0 < records["block_threads"]).all()  # --keep work
+        for column, per, per0 in (("inst_executed", warps, warps0), ("global_ld_sectors", warps, warps0),
+                                  ("flop_sp", threads, threads0), ("dram_read_bytes", threads, threads0)):
+            if pd.notna(base.get(column)) and float(base[column]) > 0:
+                np.testing.assert_allclose(records[column] / per, float(base[column]) / per0, rtol=1e-9,
+                                           err_msg=f"{base['kernel']} {column}")
+        measured = records.iloc[0]
+        for column in ("grid_blocks", "inst_executed", "inst_issued", "global_st_sectors", "dram_write_bytes"):
+            if pd.notna(base.get(column)):
+                assert measured[column] == pytest.approx(float(base[column]), rel=1e-12), (base["kernel"], column)
+        assert pd.isna(measured["duration_ns"])
+        assert (occ["theoretical_occupancy"].dropna() <= 1.0).all()
