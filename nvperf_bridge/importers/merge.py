@@ -39,6 +39,9 @@ def combine(parsed: list[Parsed]) -> ImportResult:
     for m in metrics:
         trace = _best_trace(m, traces, paired_traces)
         if trace is None:
+            if traces:
+                warnings.append(f"{m.info.path}: no kernel of these metrics is in the trace(s) given "
+                                f"({', '.join(t.info.path for t in traces)}); kept without measured duration")
             frames.append(m.frame)
             continue
         paired_traces.add(id(trace))
@@ -87,46 +90,77 @@ def _rules_with_final_ids(rules: pd.DataFrame, kernels: pd.DataFrame, original: 
 
 # ---- nvprof metrics + trace ----------------------------------------------------
 
-def _name_keys(frame: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
-    full = frame["kernel_name"].astype(str).str.replace(r"\s+", "", regex=True)
-    short = short_names(frame["kernel_name"]).astype(str).str.replace(r"\s+", "", regex=True)
-    return full, short
+def _signatures(names: pd.Series) -> pd.Series:
+    """Each name's normalised signature (names.py), parsed once per distinct name."""
+    from nvperf_bridge.names import parse
+
+    unique = pd.unique(names.astype(str))
+    return names.astype(str).map({n: parse(n).full() for n in unique})
+
+
+_KEY_WORDS = {"full": "the full signature", "name_params": "name and parameters",
+              "name_targs": "name and template arguments", "name": "the bare function name (the only candidate)"}
+
+
+def _display(name: str) -> str:
+    from nvperf_bridge.names import display_name, parse
+
+    sig = parse(name)
+    shown = display_name(name)
+    return repr(shown + (f"({','.join(sig.params)})" if sig.params is not None and len(shown) < 60 else ""))
 
 
 def _best_trace(metrics: Parsed, traces: list[Parsed], taken: set[int]) -> Parsed | None:
-    m_full, m_short = _name_keys(metrics.frame)
+    """The trace that pairs with most of the metrics file's kernels (names.match_names)."""
+    from nvperf_bridge.names import match_names
+
+    left = metrics.frame["kernel_name"].astype(str).unique()
     best, best_score = None, 0
     for trace in traces:
         if id(trace) in taken:
             continue
-        t_full, t_short = _name_keys(trace.frame)
-        score = int(m_full.isin(set(t_full)).sum() + m_short.isin(set(t_short)).sum())
+        found = match_names(left, trace.frame["kernel_name"].astype(str).unique())
+        # a kernel left ambiguous still says the files belong together (it is then named, not lost)
+        score = sum(2 if m.right is not None else 1 if m.candidates else 0 for m in found.values())
         if score > best_score:
             best, best_score = trace, score
     return best
 
 
 def _join_metrics_trace(metrics: Parsed, trace: Parsed, warnings: list[str]) -> pd.DataFrame:
+    """Metrics (one row per kernel) joined to the trace averaged per kernel signature.
+
+    Names pair on the most specific part both files print (names.match_names):
+    a bare name in one file and a full signature in the other pair only when
+    no other kernel of the trace could be meant; otherwise both are kept
+    unjoined and the warning names each one.
+    """
+    from nvperf_bridge.names import match_names
+
     t = trace.frame.copy()
-    t["_full"], t["_short"] = _name_keys(t)
+    t["_full"] = _signatures(t["kernel_name"])
     numeric = [c for c in t.columns if c not in IDENTITY_COLUMNS and pd.api.types.is_numeric_dtype(t[c])]
     agg = t.groupby("_full", sort=False).agg(
         **{c: (c, "mean") for c in numeric},
         _launches=("kernel_name", "size"),
-        _short=("_short", "first"),
         device=("device", "first") if "device" in t.columns else ("kernel_name", lambda s: None),
         kernel_name=("kernel_name", "first"),
         _first_row=("source_row", "min"),
     ).reset_index()
     m = metrics.frame.copy()
-    m["_full"], m["_short"] = _name_keys(m)
-    # full name first; else the name without its parameter list, when that is unambiguous
-    by_short = agg.drop_duplicates("_short", keep=False).set_index("_short")
-    match = m["_full"].where(m["_full"].isin(set(agg["_full"])))
-    via_short = match.isna() & m["_short"].isin(set(by_short.index))
-    match[via_short] = by_short.loc[m.loc[via_short, "_short"], "_full"].to_numpy()
-    m["_match"] = match
-    trace_cols = [c for c in agg.columns if c not in ("_short", "kernel_name", "_first_row")]
+    found = match_names(m["kernel_name"].astype(str).unique(), agg["kernel_name"].astype(str))
+    full_of = dict(zip(agg["kernel_name"].astype(str), agg["_full"]))
+    m["_match"] = m["kernel_name"].astype(str).map(
+        {name: full_of[f.right] for name, f in found.items() if f.right is not None}).astype(object)
+    ambiguous = [f for f in found.values() if f.ambiguous or (f.right is None and f.candidates)]
+    if ambiguous:
+        for f in ambiguous[:10]:
+            warnings.append(f"{metrics.info.path}: kernel {_display(f.left)} could be any of "
+                            f"{', '.join(_display(c) for c in f.candidates)} in the trace {trace.info.path}; "
+                            "kept unjoined (no measured duration), the trace kernels are kept without counters")
+        if len(ambiguous) > 10:
+            warnings.append(f"{metrics.info.path}: {len(ambiguous) - 10} more kernels kept unjoined for the same reason")
+    trace_cols = [c for c in agg.columns if c not in ("kernel_name", "_first_row")]
     joined = m.merge(agg[trace_cols].rename(columns={"_full": "_match"}), on="_match", how="left", suffixes=("", "_trace"))
     for col in [c for c in joined.columns if c.endswith("_trace")]:
         base = col[: -len("_trace")]
@@ -140,21 +174,25 @@ def _join_metrics_trace(metrics: Parsed, trace: Parsed, warnings: list[str]) -> 
             f"{metrics.info.path}: {int(differ.sum())} kernel(s) have a different launch count in the trace "
             f"{trace.info.path} than in the metrics Invocations column; invocations uses the trace count"
         )
-    unmatched_m = joined.loc[joined["_match"].isna(), "kernel"].tolist()
+    ambiguous_names = {f.left for f in ambiguous}
+    unmatched_m = joined.loc[joined["_match"].isna() & ~joined["kernel_name"].astype(str).isin(ambiguous_names),
+                             "kernel"].tolist()
     if unmatched_m:
         warnings.append(f"{metrics.info.path}: {len(unmatched_m)} kernel(s) not in the trace {trace.info.path} "
                         f"(no measured duration): {', '.join(unmatched_m[:5])}")
     only_trace = agg.loc[~agg["_full"].isin(set(joined["_match"].dropna()))]
-    out = joined.drop(columns=["_full", "_short", "_match", "_launches"])
-    metrics.info.notes.append(f"joined with the trace {trace.info.path} on kernel name; duration and launch "
-                              f"shape are the trace's per-kernel averages")
+    out = joined.drop(columns=["_match", "_launches"])
+    levels = pd.Series([f.key for f in found.values() if f.right is not None]).value_counts()
+    how = ", ".join(f"{n} on {_KEY_WORDS[k]}" for k, n in levels.items())
+    metrics.info.notes.append(f"joined with the trace {trace.info.path} on kernel name ({how or 'no kernel paired'}); "
+                              f"duration and launch shape are the trace's per-kernel averages")
     trace.info.notes.append(f"averaged per kernel to join the metrics {metrics.info.path}")
     if not only_trace.empty:
         names = short_names(only_trace["kernel_name"]).tolist()
         warnings.append(f"{trace.info.path}: {len(names)} kernel(s) in the trace but not in the metrics "
                         f"{metrics.info.path}, kept without counters: {', '.join(names[:5])}")
         extra = only_trace.rename(columns={"_launches": "invocations", "_first_row": "source_row"})
-        extra = extra.drop(columns=["_full", "_short"])
+        extra = extra.drop(columns=["_full"])
         extra["kernel_id"] = extra["kernel_name"]
         extra["source"] = trace.info.path
         out = pd.concat([out, extra], ignore_index=True, sort=False)
