@@ -92,8 +92,8 @@ def classify(candidate: Candidate) -> str | None:
     if candidate.explicit:
         return None
     from nvperf_bridge.errors import InputError
-    from nvperf_bridge.importers.sniff import sniff_text
-    from nvperf_bridge.importers.text import _reject_binary
+    from nvperf_bridge.importers.sniff import HeaderTooWide, sniff_text
+    from nvperf_bridge.importers.text import _reject_binary, decode
 
     try:
         with open(candidate.path, "rb") as handle:
@@ -102,12 +102,17 @@ def classify(candidate: Candidate) -> str | None:
         return f"cannot read: {exc.strerror or exc}"
     if not head.strip():
         return "empty file"
+    if not head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 text (PowerShell) is full of NUL bytes
+        try:
+            _reject_binary(candidate.path, head)
+        except InputError as exc:
+            return exc.message
+    text = decode(head)[0].replace("\r\n", "\n")
     try:
-        _reject_binary(candidate.path, head)
-    except InputError as exc:
-        return exc.message
-    text = head.decode("latin-1").replace("\r\n", "\n")
-    if sniff_text(text) is None:
+        found = sniff_text(text)
+    except HeaderTooWide:
+        return None  # read it: the importer's error says what is wrong with the header
+    if found is None:
         if "==ERROR==" in text or "==PROF==" in text:
             return "profiler messages but no table (the profiled run failed?)"
         return "no profiler table (not ncu or nvprof CSV)"

@@ -17,6 +17,8 @@ class InputFile:
     device: str | None = None
     skipped: list[str] = field(default_factory=list)  # "line 12: memcpy row (not a kernel)", counted per reason
     notes: list[str] = field(default_factory=list)
+    encoding: str | None = None  # the text encoding it was read in ("UTF-8", "UTF-16-LE with BOM", ...)
+    warnings: list[str] = field(default_factory=list)  # what the user must hear about this file (a dropped row)
 
 
 # the columns of ``ImportResult.rules``, in order

@@ -50,7 +50,7 @@ def build_report(result, gpu: str | None) -> dict:
     return {
         "files": [
             {"path": f.path, "format": f.format, "kernels": f.kernels, "device": f.device,
-             "skipped": f.skipped, "notes": f.notes}
+             "encoding": getattr(f, "encoding", None), "skipped": f.skipped, "notes": f.notes}
             for f in result.inputs
         ],
         "kernels": int(len(kernels)),
@@ -102,7 +102,8 @@ def render_text(report: dict) -> list[str]:
     """Human-readable lines for the report."""
     lines = []
     for f in report["files"]:
-        lines.append(f"{f['path']}: {f['format']}, {f['kernels']} kernel rows, device: {f['device'] or 'unknown'}")
+        lines.append(f"{f['path']}: {f['format']}, {f['kernels']} kernel rows, device: {f['device'] or 'unknown'}"
+                     + (f", encoding: {f['encoding']}" if f.get("encoding") else ""))
         for skipped in f["skipped"]:
             lines.append(f"    skipped {skipped}")
         for note in f["notes"]:

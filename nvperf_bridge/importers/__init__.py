@@ -45,12 +45,24 @@ def sniff(path: str | Path) -> str:
 
 def _sniff(path: Path, text: str):
     from nvperf_bridge.importers.errors import no_table_error
-    from nvperf_bridge.importers.sniff import sniff_text
 
-    found = sniff_text(text)
+    found = _sniff_bounded(path, text)
     if found is None:
         raise no_table_error(path, text)
     return found
+
+
+def _sniff_bounded(path: Path, text: str):
+    """``sniff_text``, with a header past the column / size caps turned into a clear InputError."""
+    from nvperf_bridge.importers.sniff import MAX_COLUMNS, HeaderTooWide, sniff_text
+
+    try:
+        return sniff_text(text)
+    except HeaderTooWide as exc:
+        raise InputError(f"the header line has {exc.columns:,} columns ({exc.chars:,} characters); nvperf-bridge "
+                         f"reads at most {MAX_COLUMNS:,} (a full ncu raw page has a few thousand)",
+                         path=path, line=text.count("\n", 0, exc.offset) + 1,
+                         hint="collect only the metrics you need: `nvperf-bridge metrics` prints the ncu command") from None
 
 
 def read_file(path: str | Path, *, raw_columns: frozenset[str] | None = None):
@@ -59,29 +71,44 @@ def read_file(path: str | Path, *, raw_columns: frozenset[str] | None = None):
     ``raw_columns``: None keeps every column of an ncu raw page; a set parses
     only the used ones (mapped to canonical columns, the launch section, and
     the raw names in the set; ``ncu_raw.column_filter``)."""
-    from nvperf_bridge.importers.text import read_head, read_text
+    from nvperf_bridge.importers.text import drop_cut_last_line, read_head, read_text_as
 
     path = Path(path)
     head = read_head(path)
-    if head is not None:
-        from nvperf_bridge.importers.sniff import sniff_text
-
-        found = sniff_text(head.text)
+    if head is not None and _ends_with_newline(path):  # a cut-off file goes the whole-text way: its last row is dropped
+        found = _sniff_bounded(path, head.text)
         if found is not None and found.format == "ncu-raw":
             # the wide raw page is streamed from the file, never held whole in memory
             from nvperf_bridge.importers.ncu_raw import read_stream
 
             parsed = read_stream(path, head, found, raw_columns)
             if parsed is not None:
+                parsed.info.encoding = "UTF-8 with BOM" if head.bom else "UTF-8"
                 return parsed
-    text = read_text(path)
+    text, encoding = read_text_as(path)
+    text, cut = drop_cut_last_line(text)
     found = _sniff(path, text)
     module = importlib.import_module(IMPORTERS[found.format])
     if found.format == "kernel-yaml":
-        return module.read(path, text)
-    if found.format == "ncu-raw":
-        return module.read(path, text, found, raw_columns)
-    return module.read(path, text, found)
+        parsed = module.read(path, text)
+    elif found.format == "ncu-raw":
+        parsed = module.read(path, text, found, raw_columns)
+    else:
+        parsed = module.read(path, text, found)
+    parsed.info.encoding = encoding
+    if cut is not None:
+        parsed.info.warnings.append(f"{path}:{cut}: the last line is cut off (the file ends inside a row: "
+                                    "profiling interrupted?); that row was dropped, every complete row was kept")
+    return parsed
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        fh.seek(0, 2)
+        if fh.tell() == 0:
+            return False
+        fh.seek(-1, 2)
+        return fh.read(1) == b"\n"
 
 
 def read_profiles(paths: list[Path], *, progress: bool = False) -> ImportResult:

@@ -14,6 +14,18 @@ _COLLECT = "expected the output of `ncu --csv --page raw --print-units base ...`
            "`nvprof --csv --metrics ...` or `nvprof --csv --print-gpu-trace ...`"
 
 
+def brief(value: object, limit: int = 40) -> str:
+    """A value as an error message may quote it: at most ``limit`` characters, containers by type and size.
+
+    A YAML alias bomb expands one field into billions of items: an error must
+    never render the value whole (issue 18: 30 s and 3.9 GB for one message).
+    """
+    if isinstance(value, (list, tuple, set, dict)):
+        return f"a {type(value).__name__} of {len(value)} item{'s' if len(value) != 1 else ''}"
+    text = repr(value) if not isinstance(value, str) or len(value) <= limit else repr(value[:limit])
+    return text if len(text) <= limit + 2 else text[:limit] + "…"
+
+
 def no_table_error(path: Path, text: str) -> InputError:
     """The InputError for a file with no table, quoting the profiler's own ==ERROR== line if any."""
     found = _PROFILER_ERROR.search(text)

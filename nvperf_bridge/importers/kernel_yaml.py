@@ -23,6 +23,7 @@ import yaml
 
 from nvperf_bridge.columns import CANONICAL_COLUMNS
 from nvperf_bridge.errors import InputError
+from nvperf_bridge.importers.errors import brief
 from nvperf_bridge.importers.base import Parsed
 from nvperf_bridge.importers.canonical import canonicalize, finish
 from nvperf_bridge.kernelframe import InputFile
@@ -52,7 +53,7 @@ def read(path: Path, text: str) -> Parsed:
         raise InputError("no top-level `kernels:` list", path=path, hint=_EXAMPLE)
     unknown_top = [k for k in doc if k not in TOP_LEVEL_KEYS]
     if unknown_top:
-        raise InputError(f"unknown top-level key {unknown_top[0]!r}", path=path, line=_key_line(text, [str(unknown_top[0])]),
+        raise InputError(f"unknown top-level key {brief(unknown_top[0])}", path=path, line=_key_line(text, [str(unknown_top[0])]),
                          hint=f"allowed: {', '.join(TOP_LEVEL_KEYS)}")
     items = doc["kernels"]
     if not isinstance(items, list) or not items:
@@ -73,7 +74,7 @@ def read(path: Path, text: str) -> Parsed:
     frame["kernel_id"] = frame["kernel_id"].astype(object).combine_first(positions) if "kernel_id" in frame.columns else positions
     if frame["kernel_id"].duplicated().any():
         dup = frame.loc[frame["kernel_id"].duplicated(), "kernel_id"].iloc[0]
-        raise InputError(f"kernel_id {dup!r} is used by more than one item", path=path,
+        raise InputError(f"kernel_id {brief(dup)} is used by more than one item", path=path,
                          line=lines[int(frame.index[frame["kernel_id"].duplicated()][0])] if lines else None)
     frame["source"] = str(path)
     frame["source_row"] = [ln if ln is not None else 0 for ln in (lines + [None] * len(frame))[: len(frame)]]
@@ -127,12 +128,12 @@ def _check_value(name: str, value: Any, dtype: str | None, where: str, path: Pat
             # PyYAML reads 1.5e5 (no sign in the exponent) as text; accept plain numeric text
             value = _numeric_text(value)
         if bad or not isinstance(value, (int, float)):
-            raise InputError(f"{where}.{name} must be a number, got {value!r}", path=path, line=line,
+            raise InputError(f"{where}.{name} must be a number, got {brief(value)}", path=path, line=line,
                              hint=f"{name} is a canonical column of type {dtype}")
         if dtype == "int" and float(value) != int(value):
-            raise InputError(f"{where}.{name} must be a whole number, got {value!r}", path=path, line=line)
+            raise InputError(f"{where}.{name} must be a whole number, got {brief(value)}", path=path, line=line)
         if float(value) < 0:
-            raise InputError(f"{where}.{name} must not be negative, got {value!r}", path=path, line=line)
+            raise InputError(f"{where}.{name} must not be negative, got {brief(value)}", path=path, line=line)
         return float(value)
     # not a canonical column: kept as a raw column, numbers or strings only
     if bad or not isinstance(value, (int, float, str)):

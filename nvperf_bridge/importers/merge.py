@@ -31,7 +31,7 @@ _MIN_OVERLAP = 0.5  # share of the smaller file's launches two ncu files must sh
 
 def combine(parsed: list[Parsed]) -> ImportResult:
     """Join files of one run, concatenate the rest, and make kernel ids unique."""
-    warnings: list[str] = []
+    warnings: list[str] = [w for p in parsed for w in p.info.warnings]
     frames: list[pd.DataFrame] = []
     metrics = [p for p in parsed if p.info.format == "nvprof-metrics"]
     traces = [p for p in parsed if p.info.format == "nvprof-trace"]

@@ -26,6 +26,19 @@ SIGNATURES: tuple[tuple[str, frozenset[str], frozenset[str]], ...] = (
 _HEADER_START = re.compile(r'^"?(?:ID|Device|Start|Type|Time\(%\))"?,', re.M)
 
 
+# bounds on what a header may hold: ncu's raw page with every metric has a few thousand columns
+MAX_COLUMNS = 20_000
+MAX_HEADER_CHARS = 4 << 20
+
+
+class HeaderTooWide(Exception):
+    """A header line past MAX_COLUMNS / MAX_HEADER_CHARS: not profiler output, refused before any parsing."""
+
+    def __init__(self, offset: int, columns: int, chars: int) -> None:
+        super().__init__(f"{columns} columns, {chars} characters")
+        self.offset, self.columns, self.chars = offset, columns, chars
+
+
 @dataclass(frozen=True)
 class Sniffed:
     format: str
@@ -37,6 +50,9 @@ def sniff_text(text: str) -> Sniffed | None:
     for match in _HEADER_START.finditer(text):
         line_end = text.find("\n", match.start())
         line = text[match.start(): line_end if line_end >= 0 else len(text)]
+        commas = line.count(",")
+        if commas >= MAX_COLUMNS or len(line) > MAX_HEADER_CHARS:
+            raise HeaderTooWide(match.start(), commas + 1, len(line))
         try:
             fields = {f.strip() for f in next(csv.reader(io.StringIO(line)), [])}
         except csv.Error:  # e.g. a field over the csv module's 128 KiB limit: not a header

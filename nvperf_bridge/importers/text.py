@@ -40,11 +40,19 @@ def _require_file(path: Path) -> None:
 
 
 def read_text(path: Path) -> str:
-    """The file's text, or an InputError that says what the file is instead.
+    """The file's text, or an InputError that says what the file is instead (see ``read_text_as``)."""
+    return read_text_as(path)[0]
+
+
+def read_text_as(path: Path) -> tuple[str, str]:
+    """The file's text and the encoding it was read in, or an InputError that says what the file is instead.
 
     Directories, missing files, empty files and binary files (an Nsight
     Compute ``.ncu-rep`` report, an nvprof/nsys database, an image) each get
-    their own message with the command that turns them into CSV.
+    their own message with the command that turns them into CSV. Text is
+    UTF-8 (with or without a byte-order mark), UTF-16 LE/BE with a BOM (what
+    a PowerShell ``>`` redirect writes), or else Latin-1. A NUL byte inside
+    text is an error naming its line (a damaged file), never read silently.
     """
     _require_file(path)
     try:
@@ -54,15 +62,38 @@ def read_text(path: Path) -> str:
     if not data.strip():
         raise InputError("the file is empty", path=path,
                          hint="profile again with `ncu --csv --page raw --print-units base ... > out.csv`")
-    _reject_binary(path, data)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        # ncu/nvprof write ASCII; Latin-1 never fails and keeps every byte visible
-        text = data.decode("latin-1")
+    utf16 = data.startswith((b"\xff\xfe", b"\xfe\xff"))
+    if not utf16:
+        _reject_binary(path, data)
+    text, encoding = decode(data)
+    if not text.strip():
+        raise InputError("the file is empty", path=path)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text
+    if "\x00" in text:
+        raise InputError(f"line {line_of(text, text.index(chr(0)))} holds a NUL byte: the file is damaged "
+                         "(a crash or a bad copy while it was written)", path=path,
+                         hint=f"remove the NUL bytes (`tr -d '\\000' < {path.name} > fixed.csv`), check that line, "
+                              "and pass the fixed file")
+    return text, encoding
+
+
+def decode(data: bytes) -> tuple[str, str]:
+    """Bytes -> (text, encoding name as ``inspect`` shows it); never fails (Latin-1 keeps every byte)."""
+    if data.startswith(b"\xff\xfe") or data.startswith(b"\xfe\xff"):
+        name = "utf-16-le" if data[0] == 0xFF else "utf-16-be"
+        body = data[2:len(data) - (len(data) % 2)]  # a file cut after an odd byte loses half a character
+        return body.decode(name, errors="replace"), f"{name.upper()} with BOM"
+    if data.startswith(b"\xef\xbb\xbf"):
+        try:
+            return data[3:].decode("utf-8"), "UTF-8 with BOM"
+        except UnicodeDecodeError:
+            return data[3:].decode("latin-1"), "Latin-1 (after a UTF-8 BOM, not valid UTF-8)"
+    try:
+        return data.decode("utf-8"), "UTF-8"
+    except UnicodeDecodeError:
+        # ncu/nvprof write ASCII; Latin-1 never fails and keeps every byte visible
+        return data.decode("latin-1"), "Latin-1 (not valid UTF-8)"
 
 
 def _reject_binary(path: Path, data: bytes) -> None:
@@ -84,9 +115,11 @@ def _reject_binary(path: Path, data: bytes) -> None:
         raise InputError("this is a profiler database (nvprof .nvvp / Nsight Systems), not CSV", path=path,
                          hint="export it with `nvprof -i FILE --csv --print-gpu-trace` "
                               "or collect with `ncu --csv --page raw --print-units base`")
-    if name.endswith(".ncu-rep") or (b"\x00" in head and b"ncu" in head.lower()):
+    # a few NUL bytes in text are damage (reported with their line by read_text); many are a binary file
+    binary = head.count(b"\x00") > len(head) // 100
+    if name.endswith(".ncu-rep") or (binary and b"ncu" in head.lower()):
         raise InputError("this is an Nsight Compute report, not CSV", path=path, hint=RAW_EXPORT_HINT)
-    if b"\x00" in head:
+    if binary:
         raise InputError("this is a binary file, not profiler CSV (expected the text that ncu --csv or "
                          "nvprof --csv writes)", path=path,
                          hint=f"if it is an Nsight Compute report, {RAW_EXPORT_HINT}")
@@ -117,8 +150,8 @@ def read_head(path: Path, size: int = STREAM_HEAD_BYTES) -> Head | None:
             data = fh.read(size)
     except OSError as exc:
         raise InputError(f"cannot read the file: {exc.strerror or exc}", path=path) from None
-    if not data.strip() or b"\r" in data:
-        return None
+    if not data.strip() or b"\r" in data or b"\x00" in data or data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return None  # carriage returns, NUL bytes and UTF-16 are the whole-text path's to handle
     _reject_binary(path, data)
     bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
     last = data.rfind(b"\n")
@@ -172,7 +205,7 @@ class TableStream(io.RawIOBase):
 
     def _fill(self) -> None:
         block = self._fh.read(self.BLOCK)
-        if b"\r" in block:
+        if b"\r" in block or b"\x00" in block:
             raise NeedsWholeText()
         buf = self._tail + block
         if not block:
@@ -203,6 +236,72 @@ class TableStream(io.RawIOBase):
         b[:n] = self._out[:n]
         del self._out[:n]
         return n
+
+
+# ---- a file cut off while it was written ----------------------------------------
+
+_NUMBER_SHAPE = re.compile(r"^[-+]?\d*(?:\.(\d*))?([^\d]*)$")
+
+
+def drop_cut_last_line(text: str) -> tuple[str, int | None]:
+    """The text without its last line when that line was cut off mid-row, and that line's number.
+
+    A profiler that was killed leaves a file that ends without a newline,
+    inside a row. Such a last line is recognised by an open quote, by fewer
+    fields than the line before it, or (nvprof metrics, whose Min/Max/Avg
+    share one format) by an Avg printed differently from the Max beside it
+    (``687`` after ``687648.000000``). A complete last line without a final
+    newline is kept. Never a cut value: 687 ns is not 687648 ns.
+    """
+    if not text or text.endswith("\n"):
+        return text, None
+    start = text.rfind("\n") + 1
+    last = text[start:]
+    if not last.strip() or start == 0:
+        return text, None
+    previous = text[text.rfind("\n", 0, start - 1) + 1:start - 1]
+    if "," not in last or "," not in previous:
+        return text, None
+    cut = last.count('"') % 2 == 1
+    if not cut:
+        fields, before = _csv_rows(last), _csv_rows(previous)
+        if fields and before:
+            row, prev = fields[0], before[0]
+            cut = len(row) < len(prev) and not (prev and prev[-1] == "" and len(row) == len(prev) - 1)
+            if not cut and len(row) >= 3 and not last.rstrip().endswith('"'):
+                a, b = _shape(row[-1]), _shape(row[-2])
+                # nvprof picks a unit per value (KB/s beside B/s) but always prints the same decimals
+                cut = a is not None and b is not None and (a[0] != b[0] or (a[1] == "") != (b[1] == ""))
+                cut = cut or _avg_outside(row[-3:])
+    if not cut:
+        return text, None
+    return text[:start], text.count("\n", 0, start) + 1
+
+
+def _avg_outside(values: list[str]) -> bool:
+    """nvprof's Min, Max, Avg in one unit with Avg far below Min: the Avg lost digits (130000 -> 13).
+
+    nvprof's Avg of a rate can sit a little outside Min..Max (it is total over
+    total time); a cut integer part makes it at least ten times smaller.
+    """
+    shapes = [_shape(v) for v in values]
+    if any(sh is None for sh in shapes) or len({sh[1] for sh in shapes}) != 1:  # type: ignore[index]
+        return False
+    if "/s" in shapes[0][1]:  # type: ignore[index]  # a rate's Avg may be 0 beside a non-zero Max
+        return False
+    try:
+        low, high, avg = (float(v.strip().rstrip("%").rstrip(shapes[0][1]) or "nan") for v in values)  # type: ignore[index]
+    except ValueError:
+        return False
+    return low > 0 and avg < low / 5
+
+
+def _shape(value: str) -> tuple[int, str] | None:
+    """(digits after the point, unit suffix) of a number as a profiler printed it; None for other text."""
+    m = _NUMBER_SHAPE.match(value.strip())
+    if m is None or not any(ch.isdigit() for ch in value):
+        return None
+    return len(m.group(1) or ""), m.group(2)
 
 
 # ---- locating the table --------------------------------------------------------
