@@ -57,7 +57,7 @@ CASES: dict[str, tuple[str, bytes | None, tuple[str, ...]]] = {
     "zip": ("results.zip", b"PK\x03\x04" + b"\x00" * 60, ("archive", "unpack")),
     "json": ("out.json", b'{"kernels": []}', ("JSON", "ncu --csv")),
     "prose": ("notes.txt", b"These are my profiling notes.\nNo table here.\n", ("no CSV table found", "ncu --csv")),
-    "utf-16 csv": ("wide.csv", (FIX / "ncu_raw.csv").read_text().encode("utf-16"), ("ncu",)),
+    # UTF-16 with a BOM is read now (issue 18, PowerShell redirects): tests/test_importers_input.py
 }
 
 

@@ -27,6 +27,9 @@ _SQLITE = b"SQLite format 3\x00"
 _GZIP = b"\x1f\x8b"
 _ZIP = b"PK\x03\x04"
 
+# bytes no profiler text holds (C0 controls other than tab, newline, carriage return, form feed)
+_CONTROL_BYTES = bytes(c for c in range(32) if c not in (9, 10, 12, 13))
+
 RAW_EXPORT_HINT = "export it with `ncu -i FILE --csv --page raw --print-units base > FILE.csv`"
 
 
@@ -116,7 +119,8 @@ def _reject_binary(path: Path, data: bytes) -> None:
                          hint="export it with `nvprof -i FILE --csv --print-gpu-trace` "
                               "or collect with `ncu --csv --page raw --print-units base`")
     # a few NUL bytes in text are damage (reported with their line by read_text); many are a binary file
-    binary = head.count(b"\x00") > len(head) // 100
+    controls = len(head) - len(head.translate(None, _CONTROL_BYTES))
+    binary = b"\x00" in head and controls > len(head) // 100
     if name.endswith(".ncu-rep") or (binary and b"ncu" in head.lower()):
         raise InputError("this is an Nsight Compute report, not CSV", path=path, hint=RAW_EXPORT_HINT)
     if binary:
