@@ -37,6 +37,7 @@ same geometry.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,7 +48,7 @@ import pandas as pd
 
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.model import column_or_nan
-from nvperf_bridge.occupancy import frame_occupancy
+from nvperf_bridge.occupancy import frame_occupancy_arrays
 
 # Where N came from, per kernel.
 N_FROM_ACHIEVED = "achieved_occupancy"
@@ -73,27 +74,29 @@ GEOMETRY_COLUMNS = (
 
 @dataclass(frozen=True)
 class LaunchGeometry:
-    """Per-kernel launch geometry on one GPU profile; ``table`` has the columns of ``GEOMETRY_COLUMNS``."""
+    """Per-kernel launch geometry on one GPU profile: one Series per name of ``GEOMETRY_COLUMNS``,
+    each also an attribute (``geometry.active_warps_per_sm``); ``table`` is them as one DataFrame."""
 
-    table: pd.DataFrame
+    columns: dict[str, pd.Series]
+    index: pd.Index
     gpu_id: str
 
-    @property
-    def index(self) -> pd.Index:
-        return self.table.index
+    @functools.cached_property
+    def table(self) -> pd.DataFrame:
+        """Every column as one DataFrame (built on first use: the models read single columns)."""
+        return pd.DataFrame(self.columns, index=self.index)
 
     def __getattr__(self, name: str) -> pd.Series:
-        # every column is also an attribute: geometry.active_warps_per_sm, geometry.repetitions, ...
-        table = self.__dict__.get("table")
-        if table is not None and name in table.columns:
-            return table[name]
+        columns = self.__dict__.get("columns")
+        if columns is not None and name in columns:
+            return columns[name]
         raise AttributeError(name)
 
 
 def compute_geometry(kernels: pd.DataFrame, gpu: GpuProfile) -> LaunchGeometry:
     """The launch geometry of every kernel of ``kernels`` on ``gpu`` (see the module docstring)."""
-    occ = frame_occupancy(kernels, gpu)
     index = kernels.index
+    occ = {name: pd.Series(values, index=index) for name, values in frame_occupancy_arrays(kernels, gpu).items()}
     grid = column_or_nan(kernels, "grid_blocks").where(lambda g: g > 0)
     wpb = occ["warps_per_block"]
     max_warps = float(gpu.max_warps_per_sm)
@@ -123,7 +126,8 @@ def compute_geometry(kernels: pd.DataFrame, gpu: GpuProfile) -> LaunchGeometry:
         repetitions = warps_per_sm / n  # N x #Rep = warps per SM
         active_blocks = n / wpb
         waves = grid / (blocks_t * float(gpu.sm_count))
-    table = pd.DataFrame({
+    series = lambda values: values if isinstance(values, pd.Series) else pd.Series(values, index=index)  # noqa: E731
+    columns = {name: series(values) for name, values in {
         "warps_per_block": wpb,
         "total_warps": total_warps,
         "active_sms": active_sms,
@@ -143,8 +147,8 @@ def compute_geometry(kernels: pd.DataFrame, gpu: GpuProfile) -> LaunchGeometry:
         "waves": waves,
         "full_waves": np.ceil(waves),
         **{name: occ[name] for name in _CALCULATOR_COLUMNS},
-    }, index=index)
-    return LaunchGeometry(table, gpu.id)
+    }.items()}
+    return LaunchGeometry(columns, index, gpu.id)
 
 
 # ---- one geometry per frame during a run --------------------------------------

@@ -181,7 +181,7 @@ def _as_array(values: Any, n: int) -> np.ndarray:
     return pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
 
 
-def occupancy(
+def occupancy_arrays(
     block_threads: Any,
     registers_per_thread: Any,
     shared_mem_per_block_bytes: Any,
@@ -189,20 +189,9 @@ def occupancy(
     *,
     shared_mem_config_bytes: Any = None,
     index: pd.Index | None = None,
-) -> pd.DataFrame:
-    """Theoretical occupancy of each launch (array-likes of equal length, or scalars).
-
-    Returns one row per launch with the columns of ``OCCUPANCY_COLUMNS``: the block
-    limit of each resource (``inf`` when the kernel uses none of it), the theoretical
-    blocks and warps per SM, the occupancy (0..1), the limiter (on a tie the first of
-    ``LIMITERS``) and every limit that binds ("warps and registers"), why a launch is
-    invalid, and which inputs were missing (a missing register or shared-memory
-    count leaves that limit out: the result is then an upper bound, and
-    ``occupancy_missing_inputs`` says so). ``shared_mem_per_block_bytes`` is static
-    + dynamic; the driver's reserved bytes are added here.
-    """
+) -> dict[str, np.ndarray]:
+    """:func:`occupancy` as one numpy array per column (no DataFrame: for callers on the hot path)."""
     import numpy as np
-    import pandas as pd
 
     n = len(index) if index is not None else max(
         (len(v) for v in (block_threads, registers_per_thread, shared_mem_per_block_bytes, shared_mem_config_bytes)
@@ -254,20 +243,22 @@ def occupancy(
 
         # --- launches the hardware refuses ---
         reason = np.full(n, "", dtype=object)
-        too_big = threads > L.max_threads_per_block
-        reason[too_big] = [f"{t:.0f} threads per block exceeds the maximum of {L.max_threads_per_block} (cc {L.cc})"
-                           for t in threads[too_big]]
-        too_many_regs = (reason == "") & (regs > L.max_registers_per_thread)
-        reason[too_many_regs] = [f"{r:.0f} registers per thread exceeds the maximum of {L.max_registers_per_thread} "
-                                 f"(cc {L.cc})" for r in regs[too_many_regs]]
-        regs_block_over = (reason == "") & (regs_check > L.max_registers_per_block)
-        reason[regs_block_over] = [f"{r:.0f} registers per block exceeds the maximum of {L.max_registers_per_block} "
-                                   f"(cc {L.cc})" for r in regs_check[regs_block_over]]
-        smem_limit = L.max_shared_mem_per_block_optin_bytes + L.reserved_shared_mem_per_block_bytes
-        smem_over = (reason == "") & (smem_alloc > smem_limit)
         optin = L.max_shared_mem_per_block_optin_bytes
-        reason[smem_over] = [f"{s:.0f} bytes of shared memory per block exceeds the maximum of {optin} "
-                             f"(cc {L.cc}, with opt-in)" for s in smem[smem_over]]
+        checks = (  # (what is too large, its values, the message template), first failing check wins
+            (threads > L.max_threads_per_block, threads,
+             f"{{:.0f}} threads per block exceeds the maximum of {L.max_threads_per_block} (cc {L.cc})"),
+            (regs > L.max_registers_per_thread, regs,
+             f"{{:.0f}} registers per thread exceeds the maximum of {L.max_registers_per_thread} (cc {L.cc})"),
+            (regs_check > L.max_registers_per_block, regs_check,
+             f"{{:.0f}} registers per block exceeds the maximum of {L.max_registers_per_block} (cc {L.cc})"),
+            (smem_alloc > optin + L.reserved_shared_mem_per_block_bytes, smem,
+             f"{{:.0f}} bytes of shared memory per block exceeds the maximum of {optin} (cc {L.cc}, with opt-in)"),
+        )
+        for failed, values, template in checks:
+            rows = failed & (reason == "")
+            if rows.any():  # one message per distinct value, not per launch
+                distinct, inverse = np.unique(values[rows], return_inverse=True)
+                reason[rows] = np.asarray([template.format(v) for v in distinct], dtype=object)[inverse.ravel()]
         invalid = reason != ""
 
         limits_stack = np.vstack([by_warps, by_blocks, by_regs, by_smem])  # LIMITERS order
@@ -280,7 +271,11 @@ def occupancy(
     binding = limits_stack == blocks  # NaN compares False: a missing input never binds
     names = np.asarray(LIMITERS[:4], dtype=object)
     limiter = np.where(binding.any(axis=0), names[np.argmax(binding, axis=0)], "")
-    every = np.asarray([" and ".join(names[col]) for col in binding.T] or [], dtype=object)
+    # every binding limit, by bit pattern (16 combinations), without a Python loop over launches
+    code = (binding * (1 << np.arange(4))[:, None]).sum(axis=0)
+    labels = np.asarray([" and ".join(names[[bit for bit in range(4) if combo >> bit & 1]]) for combo in range(16)],
+                        dtype=object)
+    every = labels[code]
     limiter = np.where(invalid, LIMIT_INVALID, limiter)
     every = np.where(invalid, LIMIT_INVALID, every)
     unknown = np.isnan(blocks)
@@ -291,19 +286,54 @@ def occupancy(
     missing[no_smem & ~no_regs] = "shared_mem_per_block_bytes"
     missing[no_regs & no_smem] = "registers_per_thread, shared_mem_per_block_bytes"
     missing[~valid_shape] = "block_threads"
-    out = pd.DataFrame({
+    return {
         "warps_per_block": wpb, "blocks_limit_warps": by_warps, "blocks_limit_registers": by_regs,
         "blocks_limit_shared_mem": by_smem, "blocks_limit_blocks": by_blocks,
         "theoretical_blocks_per_sm": blocks, "theoretical_warps_per_sm": warps, "theoretical_occupancy": occ,
         "occupancy_limiter": limiter, "occupancy_limiters": every, "occupancy_invalid_reason": reason,
         "occupancy_missing_inputs": missing,
         "allocated_registers_per_block": regs_block, "allocated_shared_mem_per_block_bytes": smem_alloc,
-    }, index=index if index is not None else pd.RangeIndex(n))
-    return out
+    }
+
+
+def occupancy(
+    block_threads: Any,
+    registers_per_thread: Any,
+    shared_mem_per_block_bytes: Any,
+    limits: SmLimits,
+    *,
+    shared_mem_config_bytes: Any = None,
+    index: pd.Index | None = None,
+) -> pd.DataFrame:
+    """Theoretical occupancy of each launch (array-likes of equal length, or scalars).
+
+    Returns one row per launch with the columns of ``OCCUPANCY_COLUMNS``: the block
+    limit of each resource (``inf`` when the kernel uses none of it), the theoretical
+    blocks and warps per SM, the occupancy (0..1), the limiter (on a tie the first of
+    ``LIMITERS``) and every limit that binds ("warps and registers"), why a launch is
+    invalid, and which inputs were missing (a missing register or shared-memory
+    count leaves that limit out: the result is then an upper bound, and
+    ``occupancy_missing_inputs`` says so). ``shared_mem_per_block_bytes`` is static
+    + dynamic; the driver's reserved bytes are added here.
+    """
+    import pandas as pd
+
+    arrays = occupancy_arrays(block_threads, registers_per_thread, shared_mem_per_block_bytes, limits,
+                              shared_mem_config_bytes=shared_mem_config_bytes, index=index)
+    n = len(arrays["warps_per_block"])
+    return pd.DataFrame(arrays, index=index if index is not None else pd.RangeIndex(n))
 
 
 def _column(kernels: pd.DataFrame, name: str) -> Any:
     return kernels[name] if name in kernels.columns else None
+
+
+def frame_occupancy_arrays(kernels: pd.DataFrame, gpu: "GpuProfile") -> dict[str, np.ndarray]:
+    """:func:`frame_occupancy` as one numpy array per column."""
+    return occupancy_arrays(
+        _column(kernels, "block_threads"), _column(kernels, "registers_per_thread"),
+        _column(kernels, "shared_mem_per_block_bytes"), limits_for_profile(gpu), index=kernels.index,
+    )
 
 
 def frame_occupancy(kernels: pd.DataFrame, gpu: "GpuProfile", *, shared_mem_config_bytes: Any = None) -> pd.DataFrame:
@@ -316,4 +346,4 @@ def frame_occupancy(kernels: pd.DataFrame, gpu: "GpuProfile", *, shared_mem_conf
 
 
 __all__ = ["LIMITERS", "OCCUPANCY_COLUMNS", "SmLimits", "cc_limits", "cc_table", "frame_occupancy",
-           "limits_for_profile", "occupancy"]
+           "frame_occupancy_arrays", "limits_for_profile", "occupancy", "occupancy_arrays"]

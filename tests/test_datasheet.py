@@ -40,7 +40,8 @@ def test_peaks_follow_from_the_table() -> None:
     # GTX 980: 16 SMs x 128 lanes x 2 x 1216 MHz = 4981 Gflop/s (NVIDIA quotes 4.98 Tflop/s).
     gtx980 = datasheet_profiles()["gtx-980"]
     assert gtx980.peak_fp32_flop_per_s == pytest.approx(4.981e12, rel=1e-3)
-    # Tesla K20c at its 706 MHz: 13 x 192 x 2 x 706 = 3524 Gflop/s single, 13 x 64 x 2 x 706 = 1175 double (1.17 quoted).
+    # Tesla K20c at its 706 MHz: 13 x 192 x 2 x 706 = 3524 Gflop/s single,
+    # 13 x 64 x 2 x 706 = 1175 double (1.17 Tflop/s quoted).
     k20 = datasheet_profiles()["k20c"]
     assert k20.peak_fp32_flop_per_s == pytest.approx(3.524e12, rel=1e-3)
     assert k20.peak_fp64_flop_per_s == pytest.approx(1.175e12, rel=1e-3)
@@ -109,8 +110,8 @@ def test_profiles_inherit_architecture_constants_and_override_them(monkeypatch) 
     arch = {"schema_version": 1, **datasheet.architectures()}
     test_models = {"hong-kim": {"Mem_LD": {"value": 300, "source": "test: Kepler value", "status": "measured"},
                                 "L2_LD": {"value": 200, "source": "test: Kepler L2", "status": "measured"}}}
-    arch["architectures"] = {**arch["architectures"],
-                             **{key: {**arch["architectures"][key], "models": test_models} for key in ("kepler", "pascal")}}
+    patched = {key: {**arch["architectures"][key], "models": test_models} for key in ("kepler", "pascal")}
+    arch["architectures"] = {**arch["architectures"], **patched}
     monkeypatch.setattr(datasheet, "architectures", lambda: arch)
     row = next(r for r in datasheet_rows() if r["id"] == "gtx-680")
     inherited = profile_from_mapping(datasheet.profile_mapping(row), "<row>")
