@@ -684,6 +684,55 @@ def calibrate(
     return CalibrationResult(gpu, settings, outcomes, len(with_time), kernel_groups(with_time).nunique())
 
 
+# ---- per-kernel factors (calibrate --per-kernel) ---------------------------------
+
+def kernel_factors(kernels: pd.DataFrame, predicted: pd.Series) -> dict[str, dict[str, Any]]:
+    """One scale factor per kernel function, and one per (function, block size): the median of
+    measured / predicted over the given runs (the geometric median, so a factor of 2 too slow and
+    too fast weigh the same). Applied to *other* runs of the same function (other input sizes,
+    other grids): the question "will this kernel scale", answered by the model's size dependence
+    and the function's own fitted level."""
+    measured = measured_ns(kernels)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_ratio = np.log(measured / predicted.where(predicted > 0))
+    names = kernel_groups(kernels)
+    blocks = pd.to_numeric(kernels["block_threads"], errors="coerce") if "block_threads" in kernels.columns else None
+    factors: dict[str, dict[str, Any]] = {}
+    for name in sorted(names.unique()):
+        rows = log_ratio[(names == name).to_numpy()].dropna()
+        if rows.empty:
+            continue
+        entry: dict[str, Any] = {"factor": _number(math.exp(float(rows.median()))), "runs": int(len(rows))}
+        if blocks is not None:
+            by_block = rows.groupby(blocks.loc[rows.index]).median()
+            entry["by_block_threads"] = {str(int(b)): _number(math.exp(float(v))) for b, v in by_block.items()
+                                         if math.isfinite(float(b))}
+        factors[str(name)] = entry
+    return factors
+
+
+def apply_kernel_factors(kernels: pd.DataFrame, factors: Mapping[str, Any]) -> tuple[pd.Series, pd.Series]:
+    """The factor for each row (its function and block size when fitted, else its function's,
+    else 1) and how it was chosen ("kernel and block size", "kernel", "")."""
+    names = kernel_groups(kernels)
+    blocks = pd.to_numeric(kernels["block_threads"], errors="coerce") if "block_threads" in kernels.columns else None
+    factor = pd.Series(1.0, index=kernels.index, dtype="float64")
+    how = pd.Series("", index=kernels.index, dtype="object")
+    for name, entry in factors.items():
+        rows = (names == name).to_numpy()
+        if not rows.any() or not isinstance(entry, Mapping):
+            continue
+        factor[rows] = float(entry.get("factor", 1.0))
+        how[rows] = "kernel"
+        by_block = entry.get("by_block_threads") or {}
+        if blocks is not None and by_block:
+            for block, value in by_block.items():
+                hit = rows & (blocks == float(block)).to_numpy()
+                factor[hit] = float(value)
+                how[hit] = "kernel and block size"
+    return factor, how
+
+
 # ---- the calibrated profile ----------------------------------------------------
 
 def file_sha256(path: str | Path) -> str:
@@ -827,7 +876,7 @@ def write_profile(document: Mapping[str, Any], path: str | Path, *, force: bool 
 
 __all__ = [
     "CalibrationResult", "CalibrationSettings", "CrossValidation", "FittedConstant", "FoldPlan", "ModelCalibration",
-    "UnfittedConstant", "application_groups", "application_name", "calibrate", "calibrate_model",
+    "UnfittedConstant", "apply_kernel_factors", "kernel_factors", "application_groups", "application_name", "calibrate", "calibrate_model",
     "calibrated_profile_mapping", "cross_validate", "cross_validate_learned",
     "fit_constants", "group_folds", "kernel_groups", "predict_ns", "select_constants", "with_constants",
     "write_profile",

@@ -858,7 +858,14 @@ class KerrModel:
     def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
         data = options.get("model_data")
         if data is not None:
-            return predict(kernels, data)
+            result = predict(kernels, data)
+            fitted_on = data.get("gpu") if isinstance(data, Mapping) else None
+            if fitted_on and fitted_on != gpu.id and not str(fitted_on).startswith(f"{gpu.id}-"):
+                # beyond the paper's single-machine use: the regression maps one GPU's counters to its times
+                ok = result["error"] == ""
+                result.loc[ok, "state"] = (result.loc[ok, "state"] + f"; fitted on GPU {fitted_on}, predicting for "
+                                           f"{gpu.id}: the fitted counters-to-time map does not transfer between GPUs")
+            return result
         return self._leave_one_out(kernels, gpu, options)
 
     def _leave_one_out(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:

@@ -152,7 +152,9 @@ def test_shipped_calibrated_profile_loads_and_never_steals_auto_matching() -> No
     assert shipped.is_calibrated and shipped.match == []
     assert match_device("GeForce GTX 1080 Ti (0)", profiles).id == "gtx-1080-ti"
     block = shipped.raw["calibration"]
-    assert block["base_profile"] == "gtx-1080-ti" and len(block["data"]) == 10
+    # magus-corpus: 43 applications, a metrics and a trace file each
+    assert block["base_profile"] == "gtx-1080-ti" and len(block["data"]) == 86
+    assert "cross-validation by application (43 applications" in block["models"]["transit"]["cross_validation"]["note"]
     for model_id, entry in block["models"].items():
         for name in entry["fitted"]:
             constant = shipped.constant(model_id, name)
@@ -165,7 +167,7 @@ def test_shipped_calibrated_profile_names_the_corpus_files_by_hash(realdata_dir:
 
     block = load_profiles()["gtx-1080-ti-calibrated"].raw["calibration"]
     for entry in block["data"]:
-        path = realdata_dir / "magus" / entry["file"]
+        path = realdata_dir / "magus-corpus" / entry["file"]
         assert path.is_file(), entry["file"]
         assert file_sha256(path) == entry["sha256"], entry["file"]
 
@@ -192,3 +194,35 @@ def test_calibrate_takes_a_folder_and_holds_out_whole_applications(
     assert any(app in row for app in apps)  # the worst held-out applications are named
     block = load_profile_file(out).raw["calibration"]
     assert sorted(item["file"] for item in block["data"]) == sorted(f"{k}_{a}.csv" for a in apps for k in ("metrics", "traces"))
+
+
+def test_per_kernel_factors_from_small_inputs_predict_the_large_ones(
+    realdata_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """"Will this kernel scale": factors fitted on the smaller half of each kernel's input sizes
+    (real GTX TITAN runs) predict the larger half through analyze --gpu FITTED.yaml."""
+    import yaml
+
+    from nvperf_bridge.analysis import analyze_files
+
+    source = realdata_dir / "amaris-kepler-maxwell" / "gtx-titan.yaml"
+    document = yaml.safe_load(source.read_text())
+    records = document["kernels"]
+    cut: dict[str, float] = {}
+    for name in {r["kernel"] for r in records}:
+        sizes = sorted({r["input_size"] for r in records if r["kernel"] == name})
+        cut[name] = sizes[len(sizes) // 2 - 1]
+    small, large = tmp_path / "small.yaml", tmp_path / "large.yaml"
+    small.write_text(yaml.safe_dump({**document, "kernels": [r for r in records if r["input_size"] <= cut[r["kernel"]]]}))
+    large.write_text(yaml.safe_dump({**document, "kernels": [r for r in records if r["input_size"] > cut[r["kernel"]]]}))
+    out = tmp_path / "titan-per-kernel.yaml"
+    code, stdout, stderr = run(["calibrate", str(small), "--per-kernel", "-o", str(out)], capsys)
+    assert code == 0, stderr
+    assert "| vectorAdd |" in stdout and "| matMul_gpu_sharedmem |" in stdout
+    profile = load_profile_file(out)
+    assert set(profile.raw["calibration"]["per_kernel"]["recommended"]) == set(cut)
+    analysis = analyze_files([large], gpu=str(out), model_ids=["recommended"])
+    result = analysis.runs["recommended"].result
+    assert result["kernel_factor"].notna().all() and result["state"].str.contains("per-kernel factor").all()
+    ape = ((result["predicted_ns"] - analysis.measured_ns).abs() / analysis.measured_ns).median()
+    assert ape < 0.05  # measured: about 1% on this GPU; one bare factor per kernel gives about 8%

@@ -107,3 +107,27 @@ def test_fit_reads_real_ncu_output_through_the_importer(realdata_dir: Path, tmp_
     data = json.loads(out.read_text())
     assert data["n_train"] == 100 and "inst_executed" in data["features"]
     assert np.isfinite(data["loo_mape"])
+
+
+def test_fit_kerr_on_a_folder_reports_held_out_applications(realdata_dir: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """fit takes a folder like analyze; its JSON carries the application-grouped CV figures."""
+    import json
+
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    corpus = realdata_dir / "magus-corpus"
+    apps = sorted(p.name[len("metrics_"):-4] for p in corpus.glob("metrics_*.csv"))[:12]
+    for app in apps:
+        for kind in ("metrics", "traces"):
+            (folder / f"{kind}_{app}.csv").symlink_to(corpus / f"{kind}_{app}.csv")
+    out = tmp_path / "kerr.json"
+    code = main(["fit", "kerr", str(folder), "-o", str(out), "--folds", "3"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "3-fold cross-validation by application (12 applications" in captured.err
+    provenance = json.loads(out.read_text())["provenance"]
+    cv = provenance["cross_validation"]
+    assert cv["folds"] == 3 and cv["n"] > 12 and 0 <= cv["within_2x"] <= 1
+    assert all(app in apps for app, _ in cv["worst_applications"])
+    assert len(provenance["training_files"]) == 24

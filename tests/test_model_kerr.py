@@ -233,3 +233,19 @@ def test_repeated_launches_are_left_out_together(gpu: GpuProfile) -> None:
     own = kernels.groupby("kernel")["duration_ns"].first()
     predicted = result.groupby(kernels["kernel"])["predicted_ns"].first()
     assert ((predicted - own).abs() / own > 1e-6).all()
+
+
+def test_a_model_fitted_on_one_gpu_says_so_when_used_for_another() -> None:
+    """Kerr's regression maps one machine's counters to its times; on another GPU the prediction
+    is still made, and its state names both GPUs."""
+    from nvperf_bridge.builtin_plugins.kerr import MODEL
+    from nvperf_bridge.gpu import resolve_profile
+
+    kernels = additive_kernels(40)
+    pascal, volta = resolve_profile("gtx-1080-ti"), resolve_profile("v100-sxm2")
+    data = MODEL.fit(kernels, pascal, {})
+    same = MODEL.evaluate(kernels, pascal, {"model_data": data})
+    other = MODEL.evaluate(kernels, volta, {"model_data": data})
+    assert not same["state"].str.contains("fitted on GPU").any()
+    assert other["state"].str.contains("fitted on GPU gtx-1080-ti, predicting for v100-sxm2").all()
+    assert np.allclose(same["predicted_ns"], other["predicted_ns"], equal_nan=True)

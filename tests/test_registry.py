@@ -15,7 +15,7 @@ from nvperf_bridge.registry import load_registry
 
 REPO = Path(__file__).resolve().parent.parent
 CUSTOM = REPO / "examples" / "custom-model"
-BUILTIN_IDS = {"hong-kim", "kothapalli", "luo-suda", "transit", "kerr", "roofline"}
+BUILTIN_IDS = {"hong-kim", "kothapalli", "luo-suda", "transit", "kerr", "roofline", "recommended"}
 
 GOOD_PLUGIN = """
 import pandas as pd

@@ -30,7 +30,7 @@ from nvperf_bridge.gpu import resolve_profile
 from nvperf_bridge.model import RESULT_COLUMNS, validate_result
 from nvperf_bridge.registry import load_registry
 
-BUILTIN = ("hong-kim", "kothapalli", "luo-suda", "transit", "kerr", "roofline")
+BUILTIN = ("hong-kim", "kothapalli", "luo-suda", "transit", "kerr", "roofline", "recommended")
 COUNTS = ("inst_executed", "inst_issued", "inst_global_ld", "inst_global_st", "global_ld_sectors",
           "global_st_sectors", "inst_shared_ld", "inst_shared_st", "shared_ld_wavefronts", "shared_st_wavefronts",
           "inst_barrier", "dram_read_bytes", "dram_write_bytes", "flop_sp", "flop_dp", "sm_cycles")

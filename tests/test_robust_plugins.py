@@ -246,7 +246,7 @@ def test_named_model_whose_plugin_failed_to_import_exits_1(tmp_path: Path,
     assert err.count("\n") == 1 and "this plugin needs torch" in err and "torch-model" in err
     # the failed plugin registered nothing, so a typo cannot be told from its model: the message
     # offers both readings, with the ids that are installed
-    assert "is not installed (installed: hong-kim, kerr, kothapalli, luo-suda, roofline, transit" in err
+    assert "is not installed (installed: hong-kim, kerr, kothapalli, luo-suda, recommended, roofline, transit" in err
 
 
 def test_workbook_notes_say_what_happened(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -100,3 +100,25 @@ def test_ambiguous_threshold_exits_2(inputs: tuple[Path, Path, Path], capsys: py
     data, _, true = inputs
     code, _, stderr = run(validate(data, true, "--max-mape", "25"), capsys)
     assert code == 2 and "write 25% for a percentage or 0.25 as a fraction" in stderr
+
+
+def test_every_model_is_compared_with_the_scaled_roofline_baseline(
+    realdata_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On real nvprof pairs (a folder, as analyze takes it) the report carries the trivial baseline:
+    the stock roofline scaled by the median measured/roofline ratio of the *other* applications,
+    and says for each model whether it beats it."""
+    corpus = realdata_dir / "magus-corpus"
+    files = [corpus / f"{kind}_{app}.csv" for app in ("cudasdk_transpose", "poly_3mm", "cudasdk_dct8x8")
+             for kind in ("metrics", "traces")]
+    code, stdout, stderr = run(["validate", *map(str, files), "--model", "transit", "--model", "roofline", "--json"],
+                               capsys)
+    assert code == 0, stderr
+    report = json.loads(stdout)
+    baseline = report["baseline"]
+    assert "leave-one-application-out" in baseline["how"] and baseline["n"] > 0
+    assert 0 <= baseline["within_2x"] <= 1
+    rows = {row["model"]: row for row in report["models"]}
+    assert rows["transit"]["beats_baseline"] == (rows["transit"]["median_ape"] < baseline["median_ape"])
+    code, stdout, _ = run(["validate", *map(str, files), "--model", "transit"], capsys)
+    assert "| baseline: roofline x median measured/predicted |" in stdout and "beats baseline" in stdout

@@ -14,13 +14,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def calibrate_command(
     files: list[Path] = typer.Argument(..., help="Profiler files or folders (like analyze) with counters and measured durations."),
-    gpu: str = typer.Option(..., "--gpu", help="Base GPU profile: an id (see 'nvperf-bridge gpus') or a YAML file."),
+    gpu: str | None = typer.Option(None, "--gpu", help="Base GPU profile: an id (see 'nvperf-bridge gpus') or a YAML file (default: matched from the device name in the data)."),
     model: list[str] | None = typer.Option(None, "--model", "-m", help="Calibrate only this model (repeatable; default: all)."),
     output: Path = typer.Option(..., "--output", "-o", help="Calibrated profile to write, e.g. profiles/my-gpu-calibrated.yaml (its id is the file stem)."),
     folds: int = typer.Option(5, "--folds", help="k of the k-fold cross-validation by application: each input file (a metrics+trace pair) is one application, all its kernels in one fold (reduced when there are fewer applications)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the fold split and of the optimiser's random restarts."),
     constant: list[str] | None = typer.Option(None, "--constant", help="Fit only this constant, as MODEL:NAME (repeatable; e.g. hong-kim:Mem_LD). Models not named keep fitting all their constants."),
     loss: str = typer.Option("linear", "--loss", help="least_squares loss on the log residuals: linear (plain least squares) or soft_l1 (damps kernels a model is far off on)."),
+    per_kernel: bool = typer.Option(False, "--per-kernel", help="Instead of machine constants, fit one factor per kernel function (and per function and block size) for the recommended estimate, from these runs; analyze --gpu OUTPUT applies it to other runs (other input sizes) of the same functions."),
     force: bool = typer.Option(False, "--force", help="Overwrite the output file if it exists."),
     plugin: list[str] | None = typer.Option(None, "--plugin", help="Also load a model plugin from this .py file."),
     profile_dir: list[Path] | None = typer.Option(None, "--profile-dir", help="Also look for GPU profiles in this folder."),
@@ -59,6 +60,10 @@ def calibrate_command(
     for warning in imported.warnings:
         typer.echo(f"nvperf-bridge: warning: {warning}", err=True)
     base, choice = choose_gpu(imported.kernels, gpu, tuple(profile_dir or ()))
+    if per_kernel:
+        _per_kernel(imported.kernels, base, data_files, output, force, __version__,
+                    _command_line(files, gpu, model, output, folds, seed, loss, constant or []) + " --per-kernel")
+        return
     registry = load_registry(plugin or [])
     for problem in registry.problems:
         typer.echo(f"nvperf-bridge: warning: {problem}", err=True)
@@ -89,6 +94,54 @@ def calibrate_command(
     typer.echo(f"wrote {output}: use it with --gpu {output}", err=True)
 
 
+def _per_kernel(kernels: Any, base: Any, data_files: list[Path], output: Path, force: bool, version: str,
+                command: str) -> None:
+    """``--per-kernel``: the recommended estimate's factor per kernel function, written as a profile."""
+    from nvperf_bridge.builtin_plugins.recommended import MODEL
+    from nvperf_bridge.calibration import (
+        calibration_date,
+        file_sha256,
+        kernel_factors,
+        measured_ns,
+        predict_ns,
+        write_profile,
+    )
+    from nvperf_bridge.errors import InputError
+    from nvperf_bridge.gpu import profile_from_mapping
+
+    timed = kernels[measured_ns(kernels).notna()]
+    if timed.empty:
+        raise InputError("no kernel has a measured duration (duration_ns), so there is nothing to fit a factor to",
+                         hint="profile with a trace (nvprof --print-gpu-trace, or ncu's gpu__time_duration.sum)")
+    factors = kernel_factors(timed, predict_ns(MODEL, timed, base, {}))
+    if not factors:
+        raise InputError("the recommended estimate predicts none of the timed kernels, so no factor can be fitted",
+                         hint="run 'nvperf-bridge inspect' on the files to see which counters are missing")
+    date = calibration_date()
+    document = {key: value for key, value in base.raw.items() if key != "calibration"}
+    document["id"] = output.stem
+    document["name"] = f"{base.name} (per-kernel factors from {len(data_files)} file(s), {date})"
+    document["match"] = []  # chosen with --gpu only, never instead of the stock profile
+    document["calibration"] = {
+        "date": date, "tool": f"nvperf-bridge {version}", "command": command, "base_profile": base.id,
+        "data": [{"file": Path(f).name, "sha256": file_sha256(f)} for f in data_files],
+        "kernels_with_measured_time": int(len(timed)),
+        "method": ("per kernel function (and per function and block size): the median of measured / predicted of the "
+                   "recommended estimate over these runs; applied to other runs of the same function"),
+        "per_kernel": {MODEL.id: factors},
+    }
+    profile_from_mapping(document, str(output))  # never write a profile that would not load
+    lines = [f"## Per-kernel factors of the recommended estimate on `{base.id}` ({len(timed)} timed runs)", "",
+             "Regenerate with:", "", "```sh", command, "```", "",
+             "| kernel | runs | factor | by block size |", "|---|---|---|---|"]
+    for name, entry in factors.items():
+        blocks = ", ".join(f"{b}: {v:.3g}" for b, v in entry.get("by_block_threads", {}).items()) or "-"
+        lines.append(f"| {name} | {entry['runs']} | {entry['factor']:.3g} | {blocks} |")
+    typer.echo("\n".join(lines) + "\n", nl=False)
+    write_profile(document, output, force=force)
+    typer.echo(f"wrote {output}: use it with analyze --gpu {output} on other runs of these kernels", err=True)
+
+
 def _parse_constants(items: list[str], models: list[str]) -> dict[str, list[str]]:
     """``--constant MODEL:NAME`` values as model id -> constant names."""
     from nvperf_bridge.errors import UsageError
@@ -104,11 +157,11 @@ def _parse_constants(items: list[str], models: list[str]) -> dict[str, list[str]
     return only
 
 
-def _command_line(files: list[Path], gpu: str, models: list[str] | None, output: Path, folds: int, seed: int,
+def _command_line(files: list[Path], gpu: str | None, models: list[str] | None, output: Path, folds: int, seed: int,
                   loss: str, constants: list[str]) -> str:
     import shlex
 
-    parts = ["nvperf-bridge", "calibrate", *(str(f) for f in files), "--gpu", gpu]
+    parts = ["nvperf-bridge", "calibrate", *(str(f) for f in files), *(["--gpu", gpu] if gpu else [])]
     for mid in models or []:
         parts += ["--model", mid]
     parts += ["-o", str(output), "--folds", str(folds), "--seed", str(seed)]

@@ -17,10 +17,11 @@ import typer
 
 def fit_command(
     model_id: str = typer.Argument(..., metavar="MODEL", help="Model to train, e.g. kerr (see 'nvperf-bridge models')."),
-    train: List[Path] = typer.Argument(..., metavar="TRAIN...", help="Profiler files with counters and measured durations."),
+    train: List[Path] = typer.Argument(..., metavar="TRAIN...", help="Profiler files or folders (like analyze) with counters and measured durations."),
     output: Path = typer.Option(..., "--output", "-o", help="JSON file to write the fitted model to."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU profile id or YAML file (default: matched from the device name)."),
     force: bool = typer.Option(False, "--force", help="Overwrite the output file if it exists."),
+    folds: int = typer.Option(5, "--folds", help="k of the cross-validation by application (each input file / metrics+trace pair one application); 0 skips it."),
     plugin: Optional[List[str]] = typer.Option(None, "--plugin", help="Also load a model plugin from this .py file."),
     profile_dir: Optional[List[Path]] = typer.Option(None, "--profile-dir", help="Also look for GPU profiles in this folder."),
 ) -> None:
@@ -28,6 +29,7 @@ def fit_command(
 
     Use it afterwards with: nvperf-bridge analyze PROFILE --model-data MODEL=FILE.json
     """
+    from nvperf_bridge.discovery import NOT_PROFILER
     from nvperf_bridge.registry import load_registry
     from nvperf_bridge.reports.write import check_writable
 
@@ -39,11 +41,16 @@ def fit_command(
     imported = _read_training(list(train))
     for warning in imported.warnings:
         typer.echo(f"nvperf-bridge: warning: {warning}", err=True)
-    document = fit_model(model, imported.kernels, gpu, tuple(profile_dir or ()), [str(p) for p in train])
+    read = [item.path for item in imported.inputs if item.format != NOT_PROFILER] or [str(p) for p in train]
+    document = fit_model(model, imported.kernels, gpu, tuple(profile_dir or ()), read)
+    if folds >= 2:
+        cv = grouped_cv(model, imported.kernels, gpu, tuple(profile_dir or ()), folds)
+        document["provenance"]["cross_validation"] = cv
+        typer.echo(render_cv(model_id, cv), nl=False, err=True)
     write_model_json(document, output, force=force)
     summary = document.get("provenance", {})
     typer.echo(
-        f"fitted {model_id} on {summary.get('kernels', '?')} kernel row(s) from {len(train)} file(s), GPU profile "
+        f"fitted {model_id} on {summary.get('kernels', '?')} kernel row(s) from {len(summary.get('training_files', train))} file(s), GPU profile "
         f"{summary.get('gpu', '?')} ({summary.get('gpu_choice', '')}); wrote {output}: use it with "
         f"analyze --model-data {model_id}={output}",
         err=True,
@@ -68,10 +75,38 @@ def _fittable_model(registry: Any, model_id: str) -> Any:
 
 
 def _read_training(paths: list[Path]) -> Any:
-    """The importer (kept behind one function so tests can hand over a KernelFrame directly)."""
-    from nvperf_bridge.importers import read_profiles
+    """The importer, folders included (kept behind one function so tests can hand over a KernelFrame directly)."""
+    from nvperf_bridge.discovery import read_inputs
 
-    return read_profiles(paths)
+    return read_inputs(paths)
+
+
+def grouped_cv(model: Any, kernels: Any, gpu: str | None, profile_dirs: tuple[Path, ...], folds: int) -> dict[str, Any]:
+    """Held-out accuracy of the fit: k-fold by application (every kernel of one input file, or of
+    one metrics+trace pair, in the same fold), the model refitted on the other folds each time."""
+    from nvperf_bridge.accuracy import accuracy_stats
+    from nvperf_bridge.analysis import choose_gpu
+    from nvperf_bridge.calibration import CalibrationSettings, cross_validate_learned, measured_ns
+
+    profile, _ = choose_gpu(kernels, gpu, profile_dirs)
+    timed = kernels[measured_ns(kernels).notna()]
+    cv = cross_validate_learned(model, timed, profile, CalibrationSettings(folds=folds), {})
+    if cv.predicted is None:
+        return {"folds": 0, "note": cv.note}
+    stats = accuracy_stats(cv.predicted, measured_ns(timed))
+    return {"folds": cv.folds, "note": cv.note, "n": int(stats["n"]), "median_ape": round(stats["median_ape"], 4),
+            "mape": round(stats["mape"], 4), "within_2x": round(cv.within_2x, 4),
+            "worst_applications": [[name, round(ape, 4)] for name, ape in cv.worst(3)]}
+
+
+def render_cv(model_id: str, cv: dict[str, Any]) -> str:
+    """One Markdown table row per statistic of the grouped cross-validation."""
+    if not cv.get("folds"):
+        return f"{model_id}: {cv.get('note', 'no cross-validation')}\n"
+    worst = ", ".join(f"{name} {100 * ape:.0f}%" for name, ape in cv["worst_applications"]) or "-"
+    return (f"{model_id}: {cv['note']}\n\n| model | kernels | held-out median APE | held-out within 2x | "
+            f"held-out MAPE | worst applications |\n|---|---|---|---|---|---|\n| {model_id} | {cv['n']} | "
+            f"{100 * cv['median_ape']:.1f}% | {100 * cv['within_2x']:.1f}% | {100 * cv['mape']:.1f}% | {worst} |\n")
 
 
 def fit_model(model: Any, kernels: Any, gpu: str | None, profile_dirs: tuple[Path, ...] = (),

@@ -38,7 +38,7 @@ def parse_fraction(text: str) -> float:
 
 
 def validate_command(
-    files: list[Path] = typer.Argument(..., help="Profiler CSV files with counters and measured durations."),
+    files: list[Path] = typer.Argument(..., help="Profiler files or folders (like analyze) with counters and measured durations."),
     gpu: str | None = typer.Option(None, "--gpu", help="GPU profile id or YAML file (default: matched from the device name)."),
     model: list[str] | None = typer.Option(None, "--model", "-m", help="Report only this model (repeatable; default: all)."),
     max_mape: str | None = typer.Option(None, "--max-mape", help="Largest acceptable MAPE: a fraction (0.25) or a percentage (25%)."),
@@ -52,26 +52,28 @@ def validate_command(
     import json
 
     from nvperf_bridge.analysis import analyze
-    from nvperf_bridge.importers import read_profiles
+    from nvperf_bridge.discovery import read_inputs
 
     threshold = parse_fraction(max_mape) if max_mape is not None else None
     required = list(dict.fromkeys(require or []))
     selected = list(dict.fromkeys([*(model or []), *required])) if model else None
-    analysis = analyze(read_profiles(list(files)), gpu=gpu, model_ids=selected, plugin_files=plugin or [],
+    analysis = analyze(read_inputs(list(files)), gpu=gpu, model_ids=selected, plugin_files=plugin or [],
                        profile_dirs=tuple(profile_dir or ()))
     for warning in analysis.warnings:
         typer.echo(f"nvperf-bridge: warning: {warning}", err=True)
     accuracy = analysis.accuracy()
     rows = model_rows(analysis, accuracy, threshold, required)
+    baseline = baseline_row(analysis)
+    compare_with_baseline(rows, baseline)
     groups = group_table(analysis)
     if as_json:
         typer.echo(json.dumps({
             "gpu": analysis.gpu.id, "gpu_choice": analysis.gpu_choice, "calibrated": analysis.gpu.is_calibrated,
-            "max_mape": threshold, "required": required, "models": rows,
+            "max_mape": threshold, "required": required, "models": rows, "baseline": baseline,
             "kernel_groups": json.loads(groups.to_json(orient="records")) if not groups.empty else [],
         }, indent=2))
     else:
-        typer.echo(render_markdown(analysis, rows, groups, threshold), nl=False)
+        typer.echo(render_markdown(analysis, rows, groups, threshold, baseline), nl=False)
     failures = [row for row in rows if row["required"] and not row["pass"]]
     if not analysis.measured_ns.gt(0).any():
         typer.echo("nvperf-bridge: warning: no kernel has a measured duration (duration_ns); nothing to validate against",
@@ -84,6 +86,8 @@ def validate_command(
 
 def model_rows(analysis: Any, accuracy: pd.DataFrame, threshold: float | None, required: list[str]) -> list[dict[str, Any]]:
     """Per model: accuracy statistics and the verdict against the threshold."""
+    from nvperf_bridge.accuracy import within_factor_share
+
     rows = []
     for mid, run in analysis.runs.items():
         stats = accuracy.loc[mid].to_dict() if mid in accuracy.index else {"n": 0}
@@ -100,8 +104,64 @@ def model_rows(analysis: Any, accuracy: pd.DataFrame, threshold: float | None, r
         rows.append({
             "model": mid, "required": mid in required, "pass": ok, "status": status, "n": n,
             **{key: _finite(stats.get(key)) for key in ("mape", "median_ape", "gm_abs_error", "mean_accuracy")},
+            "within_2x": _finite(within_factor_share(run.result["predicted_ns"], analysis.measured_ns))
+            if run.result is not None else None,
         })
     return rows
+
+
+BASELINE = "baseline: roofline x median measured/predicted"
+
+
+def baseline_predictions(analysis: Any) -> tuple[pd.Series, str]:
+    """The trivial baseline a model has to beat: the stock roofline's prediction times the median
+    measured/roofline ratio of the *other* applications (leave-one-application-out, so a kernel's
+    own time never scales its own baseline). With one application, of the other kernel groups."""
+    import numpy as np
+    import pandas as pd
+
+    from nvperf_bridge.calibration import application_groups, predict_ns
+    from nvperf_bridge.registry import load_registry
+
+    kernels = analysis.kernels
+    run = analysis.runs.get("roofline")
+    if run is not None and run.result is not None:
+        roof = pd.to_numeric(run.result["predicted_ns"], errors="coerce").where(run.result["error"] == "")
+    else:
+        registry = load_registry([])
+        if "roofline" not in registry.models:
+            return pd.Series(np.nan, index=kernels.index), "roofline is not installed"
+        roof = predict_ns(registry.get("roofline"), kernels, analysis.gpu, {})
+    measured = analysis.measured_ns.where(analysis.measured_ns > 0)
+    groups = application_groups(kernels)
+    ratio = (measured / roof).where(roof > 0)
+    scaled = pd.Series(np.nan, index=kernels.index, dtype="float64")
+    for group in groups.unique():
+        own = (groups == group).to_numpy()
+        others = ratio[~own].dropna()
+        if not others.empty:
+            scaled[own] = roof[own] * float(others.median())
+    unit = "application" if groups.nunique() > 1 and "source" in kernels.columns and \
+        groups.nunique() == kernels["source"].nunique() else "kernel group"
+    return scaled, f"roofline scaled by the median measured/roofline ratio of the other {unit}s (leave-one-{unit}-out)"
+
+
+def baseline_row(analysis: Any) -> dict[str, Any]:
+    """The baseline's statistics, as one row of the model table."""
+    from nvperf_bridge.accuracy import accuracy_stats, within_factor_share
+
+    predicted, how = baseline_predictions(analysis)
+    stats = accuracy_stats(predicted, analysis.measured_ns)
+    return {"model": BASELINE, "how": how, "n": int(stats["n"]),
+            **{key: _finite(stats.get(key)) for key in ("mape", "median_ape", "gm_abs_error", "mean_accuracy")},
+            "within_2x": _finite(within_factor_share(predicted, analysis.measured_ns))}
+
+
+def compare_with_baseline(rows: list[dict[str, Any]], baseline: dict[str, Any]) -> None:
+    """Mark each model row with whether its median APE beats the baseline's (on its own kernels)."""
+    for row in rows:
+        mine, theirs = row.get("median_ape"), baseline.get("median_ape")
+        row["beats_baseline"] = None if mine is None or theirs is None else bool(mine < theirs)
 
 
 def group_table(analysis: Any) -> pd.DataFrame:
@@ -139,18 +199,27 @@ def _pct(value: Any) -> str:
     return "-" if number is None else f"{100 * number:.1f}%"
 
 
-def render_markdown(analysis: Any, rows: list[dict[str, Any]], groups: pd.DataFrame, threshold: float | None) -> str:
+def render_markdown(analysis: Any, rows: list[dict[str, Any]], groups: pd.DataFrame, threshold: float | None,
+                    baseline: dict[str, Any] | None = None) -> str:
     """The accuracy tables as Markdown."""
     calibrated = " (calibrated)" if analysis.gpu.is_calibrated else ""
     lines = [f"## Accuracy on `{analysis.gpu.id}`{calibrated} ({analysis.gpu_choice})", ""]
     if threshold is not None:
         lines += [f"Threshold: MAPE <= {100 * threshold:g}% (enforced for models named with --require).", ""]
-    lines += ["| model | kernels | MAPE | median APE | GM abs error | mean accuracy | required | status |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += ["| model | kernels | MAPE | median APE | within 2x | GM abs error | mean accuracy | beats baseline | "
+              "required | status |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
+        beats = {True: "yes", False: "no", None: "-"}[row.get("beats_baseline")]
         lines.append(f"| {row['model']} | {row['n']} | {_pct(row['mape'])} | {_pct(row['median_ape'])} | "
-                     f"{_pct(row['gm_abs_error'])} | {_pct(row['mean_accuracy'])} | {'yes' if row['required'] else ''} | "
-                     f"{row['status']} |")
+                     f"{_pct(row.get('within_2x'))} | {_pct(row['gm_abs_error'])} | {_pct(row['mean_accuracy'])} | "
+                     f"{beats} | {'yes' if row['required'] else ''} | {row['status']} |")
+    if baseline is not None:
+        lines.append(f"| {baseline['model']} | {baseline['n']} | {_pct(baseline['mape'])} | "
+                     f"{_pct(baseline['median_ape'])} | {_pct(baseline.get('within_2x'))} | "
+                     f"{_pct(baseline['gm_abs_error'])} | {_pct(baseline['mean_accuracy'])} | - | | {baseline['how']} |")
+        lines += ["", ("A model earns its keep when its median APE beats the baseline's: the stock roofline scaled by "
+                       "one factor learned from the other applications.")]
     if not groups.empty:
         models = [c.removesuffix(".mape") for c in groups.columns if c.endswith(".mape")]
         lines += ["", "### Per kernel group (MAPE)", "",

@@ -1,0 +1,257 @@
+"""The recommended estimate: a fitted bound-and-latency model over the counters, with Transit.
+
+This is NOT a paper's model. It is nvperf-bridge's own estimate, labelled
+"recommended estimate (beyond the papers)" everywhere, chosen because it had
+the best cross-validated accuracy on applications the fit never saw
+(``benchmarks/accuracy.py``; figures in ``nvperf_bridge/data/recommended_estimate.json``
+and docs/calibration.md). The papers' models stay available, unchanged.
+
+Form (every term in ns, computed from counters and the GPU profile only; the
+kernel's measured time, its throughputs, utilizations, IPC or cycle counts are
+never inputs)::
+
+    t = overhead + ( sum_i (k_i * T_i)^p )^(1/p)
+
+a soft maximum (p = 1: the terms add up; p -> inf: the largest wins) over
+
+- ``T_issue``   = inst_issued (else inst_executed) / (sm_count x 4 schedulers x clock):
+  the instruction-issue bound (4 warp schedulers per SM from Kepler to Blackwell);
+- ``T_dram``    = dram_bytes / memory bandwidth: the DRAM bandwidth bound;
+- ``T_l2``      = (global_ld_sectors + global_st_sectors) x 32 B / memory bandwidth:
+  the L1/L2 traffic bound (k_l2 absorbs the L2-to-DRAM bandwidth ratio);
+- ``T_shared``  = shared-memory wavefronts / (sm_count x clock): one wavefront per cycle per SM;
+- ``T_latency`` = instructions per warp x waves / clock: one warp's dependent
+  instruction stream, once per wave (k_latency = cycles per dependent instruction);
+- ``T_memlat``  = global requests per warp x waves / clock (k_memlat = cycles of
+  memory latency exposed per request);
+- ``T_transit`` = Transit's own prediction with the profile's constants (the stacked paper model).
+
+``waves`` is the shared launch geometry's ``full_waves``. The k_i, ``p`` and
+``overhead`` are the model's constants: fitted once on magus-corpus (43
+applications on a GTX 1080 Ti, grouped cross-validation), shipped as their
+defaults with that provenance, and refitted for any GPU with
+``nvperf-bridge calibrate --model recommended`` (also ``--per-kernel``).
+
+The label: the term that dominates the soft maximum (issue -> compute, dram /
+l2 / shared -> memory-bandwidth, memlat -> memory-latency, latency -> parallelism
+(too few warps to hide dependent latency), transit -> Transit's own label; the
+launch overhead when it is more than half the time -> parallelism).
+
+A profile written by ``calibrate --per-kernel`` carries one factor per kernel function (and
+per function and block size) under ``calibration.per_kernel.recommended``: the prediction of
+another run of that function (another input size) is multiplied by it (``kernel_factor``).
+
+On a GPU of another architecture than the one the defaults were fitted on (and
+without constants calibrated for it in its profile), every prediction is made
+and ``state`` says it is extrapolated.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from nvperf_bridge.gpu import GpuProfile
+from nvperf_bridge.hookspecs import hookimpl
+from nvperf_bridge.launch import launch_geometry
+from nvperf_bridge.model import (
+    ConstantSpec,
+    Requirements,
+    column_or_nan,
+    constant_values,
+    empty_result,
+    missing_inputs,
+    number_option,
+    resolve_constants,
+)
+
+MODEL_ID = "recommended"
+MODEL_VERSION = "1.0"
+DATA_FILE = "recommended_estimate.json"
+SCHEDULERS_PER_SM = 4  # warp schedulers per SM, cc 3.x (Kepler) to 10.x/12.x: CUDA C++ Programming Guide, "Compute Capabilities"
+SECTOR_BYTES = 32
+TERMS = ("issue", "dram", "l2", "shared", "latency", "memlat", "transit")
+TERM_BOTTLENECK = {"issue": "compute", "dram": "memory-bandwidth", "l2": "memory-bandwidth",
+                   "shared": "memory-bandwidth", "latency": "parallelism", "memlat": "memory-latency"}
+
+# Where the fit starts (and the defaults when the shipped data file is absent): every
+# bound at its hardware peak (k = 1), 4 cycles per dependent instruction, 400 cycles per
+# exposed memory request, 3 us of launch overhead, a soft maximum close to the sum.
+NEUTRAL: dict[str, float] = {"overhead_ns": 3000.0, "k_issue": 1.0, "k_dram": 1.0, "k_l2": 1.0, "k_shared": 1.0,
+                             "k_latency": 4.0, "k_memlat": 400.0, "k_transit": 1.0, "p": 2.0}
+_SPECS = (
+    ("overhead_ns", "ns", (100.0, 1e5), "launch overhead added to every kernel"),
+    ("k_issue", "x", (1e-3, 1e3), "factor on the instruction-issue bound"),
+    ("k_dram", "x", (1e-3, 1e3), "factor on the DRAM bandwidth bound"),
+    ("k_l2", "x", (1e-3, 1e3), "factor on the global-sector (L1/L2 traffic) bound"),
+    ("k_shared", "x", (1e-3, 1e3), "factor on the shared-memory wavefront bound"),
+    ("k_latency", "cycles", (1e-3, 1e3), "cycles per dependent instruction of one warp, per wave"),
+    ("k_memlat", "cycles", (1e-3, 1e4), "cycles of memory latency exposed per global request of one warp, per wave"),
+    ("k_transit", "x", (1e-3, 1e3), "factor on Transit's prediction"),
+    ("p", "exponent", (1.0, 20.0), "soft-maximum exponent (1: terms add, 20: the largest wins)"),
+)
+
+
+@lru_cache(maxsize=1)
+def shipped_fit() -> dict[str, Any]:
+    """The shipped fit (values, provenance, CV figures), or {} when the data file is absent."""
+    try:
+        text = resources.files("nvperf_bridge").joinpath("data", DATA_FILE).read_text(encoding="utf-8")
+    except (FileNotFoundError, OSError):
+        return {}
+    return json.loads(text)
+
+
+def _constants() -> tuple[ConstantSpec, ...]:
+    fit = shipped_fit()
+    values = fit.get("constants", {})
+    source = (f"fitted on {fit['provenance']['data']} ({fit['provenance']['date']}); "
+              f"data/{DATA_FILE}" if values else "neutral start value (no shipped fit found)")
+    return tuple(ConstantSpec(name, float(values.get(name, NEUTRAL[name])), unit, bounds, meaning, source)
+                 for name, unit, bounds, meaning in _SPECS)
+
+
+def term_table(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """The bound and latency terms T_i (ns, before their factors) of every kernel."""
+    clock = gpu.sm_clock_hz
+    bandwidth = gpu.memory_bandwidth_bytes_per_s
+    geometry = launch_geometry(kernels, gpu)
+    issued = column_or_nan(kernels, "inst_issued")
+    executed = column_or_nan(kernels, "inst_executed")
+    issued = issued.where(issued.notna(), executed)
+    dram = column_or_nan(kernels, "dram_bytes")
+    dram = dram.where(dram.notna(), column_or_nan(kernels, "dram_read_bytes") + column_or_nan(kernels, "dram_write_bytes"))
+    sectors = column_or_nan(kernels, "global_ld_sectors").fillna(0) + column_or_nan(kernels, "global_st_sectors").fillna(0)
+    wavefronts = (column_or_nan(kernels, "shared_ld_wavefronts").fillna(0)
+                  + column_or_nan(kernels, "shared_st_wavefronts").fillna(0))
+    requests = column_or_nan(kernels, "inst_global_ld").fillna(0) + column_or_nan(kernels, "inst_global_st").fillna(0)
+    warps = geometry.total_warps
+    waves = geometry.full_waves.clip(lower=1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table = pd.DataFrame({
+            "issue": issued / (gpu.sm_count * SCHEDULERS_PER_SM * clock) * 1e9,
+            "dram": dram / bandwidth * 1e9,
+            "l2": sectors * SECTOR_BYTES / bandwidth * 1e9,
+            "shared": wavefronts / (gpu.sm_count * clock) * 1e9,
+            "latency": executed / warps * waves / clock * 1e9,
+            "memlat": requests / warps * waves / clock * 1e9,
+        }, index=kernels.index)
+    from nvperf_bridge.builtin_plugins.transit import MODEL as TRANSIT
+
+    transit = TRANSIT.evaluate(kernels, gpu, dict((options or {}).get("transit_options", {})))
+    table["transit"] = pd.to_numeric(transit["predicted_ns"], errors="coerce").where(transit["error"] == "")
+    table["transit_bottleneck"] = transit["bottleneck"]
+    return table
+
+
+def combine(terms: pd.DataFrame, values: Mapping[str, float]) -> tuple[pd.Series, pd.DataFrame]:
+    """overhead + soft maximum of the scaled terms; also the scaled terms (ns)."""
+    scaled = pd.DataFrame({name: values[f"k_{name}"] * terms[name] for name in TERMS}, index=terms.index)
+    p = float(values["p"])
+    largest = scaled.max(axis=1)
+    # the soft maximum scaled by the largest term, so large p cannot overflow
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ratio = scaled.div(largest.where(largest > 0), axis=0)
+        soft = largest * (ratio.fillna(0.0) ** p).sum(axis=1) ** (1.0 / p)
+    return values["overhead_ns"] + soft.where(largest > 0, 0.0), scaled
+
+
+class RecommendedModel:
+    """Recommended estimate (beyond the papers): fitted bound-and-latency soft maximum stacked with Transit."""
+
+    id = MODEL_ID
+    version = MODEL_VERSION
+    description = ("Recommended estimate (beyond the papers): launch overhead + soft maximum of fitted issue, DRAM, "
+                   "L2, shared-memory, latency and memory-latency bounds and Transit's prediction; chosen by "
+                   "application-grouped cross-validation on magus-corpus")
+    paper = ("nvperf-bridge recommended estimate (not a paper's model): fitted on magus-corpus; stacks Transit "
+             "(Li et al., HPDC'15) with bound and latency terms")
+    requires = Requirements(
+        required=("grid_blocks", "block_threads", "inst_executed", "dram_bytes"),
+        optional=("inst_issued", "global_ld_sectors", "global_st_sectors", "shared_ld_wavefronts",
+                  "shared_st_wavefronts", "inst_global_ld", "inst_global_st", "achieved_occupancy",
+                  "registers_per_thread", "shared_mem_per_block_bytes", "dram_read_bytes", "dram_write_bytes"),
+    )
+    constants = _constants()
+    # How the shipped fit and its cross-validation were made (benchmarks/fit_recommended.py; benchmarks/accuracy.py
+    # refits the same way inside each fold, from NEUTRAL, never from the shipped values).
+    fit_start = NEUTRAL
+    fit_settings = {"loss": "soft_l1", "f_scale": 0.5, "max_nfev": 400}
+
+    def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
+        result = empty_result(kernels)
+        values = {name: number_option(options, name, value, self.id)
+                  for name, value in constant_values(self, gpu).items()}
+        reasons = missing_inputs(kernels, ["grid_blocks", "block_threads", "inst_executed"])
+        terms = term_table(kernels, gpu, options)
+        no_dram = terms["dram"].isna() & (reasons == "")
+        reasons[no_dram] = "missing dram_bytes (ncu dram__bytes.sum, nvprof dram_read_transactions/dram_write_transactions)"
+        # Transit is one of the terms; where it gives nothing the other terms still stand (its factor drops out)
+        terms["transit"] = terms["transit"].fillna(0.0)
+        ok = reasons == ""
+        predicted, scaled = combine(terms.fillna(0.0), values)
+        dominant = scaled.idxmax(axis=1).where(scaled.max(axis=1) > 0, "overhead")
+        label = dominant.map(TERM_BOTTLENECK).astype("object")
+        from_transit = dominant == "transit"
+        label[from_transit] = terms.loc[from_transit, "transit_bottleneck"]
+        overhead_bound = values["overhead_ns"] > 0.5 * predicted
+        label[overhead_bound] = "parallelism"
+        label = label.fillna("unknown")
+        state = "dominant term: " + dominant.where(~overhead_bound, "launch overhead")
+        extrapolated = self._extrapolated(gpu)
+        if extrapolated:
+            state = state + "; " + extrapolated
+        factors = per_kernel_factors(gpu)
+        if factors:
+            from nvperf_bridge.calibration import apply_kernel_factors
+
+            factor, how = apply_kernel_factors(kernels, factors)
+            predicted = predicted * factor
+            scaled_note = how != ""
+            state[scaled_note] = (state[scaled_note] + "; per-kernel factor " + factor[scaled_note].round(3).astype(str)
+                                  + " (" + how[scaled_note] + ", calibrate --per-kernel)")
+            result["kernel_factor"] = factor.where(scaled_note)
+        result["predicted_ns"] = predicted.where(ok)
+        result["predicted_cycles"] = (predicted * gpu.sm_clock_hz / 1e9).where(ok)
+        result["bottleneck"] = label.where(ok, "unknown")
+        result["state"] = state.where(ok, "")
+        result["error"] = reasons
+        for name in TERMS:
+            result[f"T_{name}_ns"] = scaled[name].where(ok)
+        result["dominant_term"] = dominant.where(ok, "")
+        result["estimate"] = "recommended estimate (beyond the papers)"
+        return result
+
+    def _extrapolated(self, gpu: GpuProfile) -> str:
+        """'' when the constants were fitted for this GPU's architecture (or calibrated in its
+        profile), else what the state column says about the extrapolation."""
+        resolved = resolve_constants(self, gpu)
+        if any(c.status == "calibrated" and c.source != self.constants[0].source for c in resolved.values()):
+            return ""
+        fitted_for = shipped_fit().get("fitted_for", {})
+        ccs = [str(cc) for cc in fitted_for.get("compute_capabilities", [])]
+        major = str(gpu.compute_capability).split(".")[0]
+        if not ccs or any(cc.split(".")[0] == major for cc in ccs):
+            return ""
+        return (f"extrapolated: fitted on {fitted_for.get('gpus', 'other GPUs')} (cc {', '.join(ccs)}), this GPU is "
+                f"cc {gpu.compute_capability}; calibrate it with nvperf-bridge calibrate --model recommended")
+
+
+def per_kernel_factors(gpu: GpuProfile) -> dict[str, Any]:
+    """The per-kernel factors ``calibrate --per-kernel`` wrote into the profile's calibration block."""
+    block = gpu.raw.get("calibration") or {}
+    factors = (block.get("per_kernel") or {}).get(MODEL_ID) if isinstance(block, Mapping) else None
+    return dict(factors) if isinstance(factors, Mapping) else {}
+
+
+MODEL = RecommendedModel()
+
+
+@hookimpl
+def register_models(register: Any) -> None:
+    register(MODEL)

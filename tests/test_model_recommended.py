@@ -1,0 +1,98 @@
+"""The recommended estimate: labelled as beyond the papers, shipped with its provenance and CV
+figures, a soft maximum of bounds a GPU engineer can read, and honest about other GPUs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nvperf_bridge.builtin_plugins import recommended
+from nvperf_bridge.gpu import resolve_profile
+from nvperf_bridge.registry import load_registry
+
+MODEL = recommended.MODEL
+
+
+def test_registered_labelled_and_defaults_are_the_shipped_fit() -> None:
+    registry = load_registry([])
+    assert "recommended" in registry.models
+    assert "beyond the papers" in MODEL.description and "not a paper's model" in MODEL.paper
+    fit = recommended.shipped_fit()
+    assert fit, "nvperf_bridge/data/recommended_estimate.json must ship with the package"
+    for spec in MODEL.constants:
+        assert spec.default == pytest.approx(fit["constants"][spec.name])
+        assert "magus-corpus" in spec.source
+    cv = fit["cross_validation"]
+    assert cv["applications"] == 43 and "grouped by application" in cv["split"]
+    assert 0 < cv["median_ape_mean_over_seeds"] < 1 and 0 < cv["within_2x_mean_over_seeds"] <= 1
+    assert "commit " in fit["provenance"]["corpus"] and fit["provenance"]["date"]
+    assert fit["leans_on"]["paper_models"] == ["transit"]
+
+
+def test_soft_maximum_adds_at_p1_and_takes_the_largest_bound_at_large_p() -> None:
+    """p = 1: a kernel pays for every bound (no overlap); large p: only for the largest (full overlap)."""
+    terms = pd.DataFrame({name: [0.0] for name in recommended.TERMS})
+    terms.loc[0, ["dram", "issue"]] = [300.0, 100.0]
+    values = {"overhead_ns": 1000.0, "p": 1.0, **{f"k_{name}": 1.0 for name in recommended.TERMS}}
+    added, _ = recommended.combine(terms, values)
+    assert added[0] == pytest.approx(1000 + 400)
+    overlapped, scaled = recommended.combine(terms, {**values, "p": 20.0})
+    assert overlapped[0] == pytest.approx(1000 + 300, rel=1e-6)
+    assert scaled.idxmax(axis=1)[0] == "dram"
+
+
+def _kernel(**overrides: float) -> pd.DataFrame:
+    row = {"kernel": "k", "grid_blocks": 2048.0, "block_threads": 256.0, "inst_executed": 4e6, "inst_issued": 4.1e6,
+           "dram_bytes": 256e6, "global_ld_sectors": 6e6, "global_st_sectors": 2e6, "inst_global_ld": 1.6e5,
+           "inst_global_st": 0.5e5, "achieved_occupancy": 0.9, "registers_per_thread": 32.0,
+           "shared_mem_per_block_bytes": 0.0}
+    row.update(overrides)
+    return pd.DataFrame([row])
+
+
+def test_a_streaming_kernel_is_dram_bound_and_twice_the_bytes_takes_about_twice_as_long() -> None:
+    gpu = resolve_profile("gtx-1080-ti")
+    small = MODEL.evaluate(_kernel(), gpu, {})
+    big = MODEL.evaluate(_kernel(dram_bytes=512e6, global_ld_sectors=12e6, global_st_sectors=4e6,
+                                 inst_executed=8e6, inst_issued=8.2e6, grid_blocks=4096.0,
+                                 inst_global_ld=3.2e5, inst_global_st=1e5), gpu, {})
+    assert small["error"][0] == "" and small["bottleneck"][0] == "memory-bandwidth"
+    assert small["dominant_term"][0] == "dram"
+    # 256 MB at 484 GB/s is 529 us; the estimate stays within a factor of 2 of that bound
+    assert 529e3 / 2 < small["predicted_ns"][0] < 529e3 * 2
+    assert big["predicted_ns"][0] / small["predicted_ns"][0] == pytest.approx(2.0, rel=0.1)
+
+
+def test_missing_dram_counter_is_named_and_other_gpu_is_flagged_as_extrapolated() -> None:
+    gpu = resolve_profile("gtx-1080-ti")
+    missing = MODEL.evaluate(_kernel(dram_bytes=np.nan), gpu, {})
+    assert np.isnan(missing["predicted_ns"][0]) and "dram_bytes" in missing["error"][0]
+    kepler = resolve_profile("k20c")  # cc 3.5: not the architecture the shipped fit saw
+    out = MODEL.evaluate(_kernel(), kepler, {})
+    assert out["error"][0] == "" and "extrapolated" in out["state"][0] and "cc 3.5" in out["state"][0]
+    assert "extrapolated" not in MODEL.evaluate(_kernel(), gpu, {})["state"][0]
+
+
+def test_real_magus_kernels_are_predicted(realdata_dir: Path) -> None:
+    """Every timed kernel of a real nvprof pair gets a prediction and a dominant term."""
+    from nvperf_bridge.discovery import read_inputs
+
+    corpus = realdata_dir / "magus-corpus"
+    kernels = read_inputs([corpus / "metrics_cudasdk_transpose.csv", corpus / "traces_cudasdk_transpose.csv"],
+                          jobs=1).kernels
+    gpu = resolve_profile("gtx-1080-ti")
+    out = MODEL.evaluate(kernels, gpu, {})
+    assert (out["error"] == "").all() and out["predicted_ns"].notna().all()
+    assert set(out["dominant_term"]) <= set(recommended.TERMS) | {"overhead"}
+    # transpose is a memory-traffic kernel: its copies are bandwidth bound, not compute bound
+    assert (out["bottleneck"] != "compute").all()
+
+
+def test_data_file_is_valid_json_in_the_package() -> None:
+    path = Path(recommended.__file__).resolve().parent.parent / "nvperf_bridge" / "data" / recommended.DATA_FILE
+    if path.exists():  # the source tree; an installed package reads it through importlib.resources
+        assert json.loads(path.read_text())["model"] == "recommended"
