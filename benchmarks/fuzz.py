@@ -44,16 +44,20 @@ def _worker(conn: Connection, seed: int, realdata: bool) -> None:
 
 
 class Pool:
-    """Worker processes fed one case at a time; a worker past its deadline is killed (a hang)."""
+    """Worker processes fed one case at a time; a worker past its deadline is killed (a hang).
 
-    def __init__(self, workers: int, seed: int, realdata: bool, timeout: float) -> None:
-        self.seed, self.realdata, self.timeout = seed, realdata, timeout
+    ``worker(conn, seed, realdata)`` answers each case index with (index, outcome, detail,
+    description); ``_worker`` (import only) by default, ``benchmarks/robustness.py`` passes its own.
+    """
+
+    def __init__(self, workers: int, seed: int, realdata: bool, timeout: float, worker=_worker) -> None:  # noqa: ANN001
+        self.seed, self.realdata, self.timeout, self.worker = seed, realdata, timeout, worker
         self.ctx = mp.get_context("fork" if sys.platform != "win32" else "spawn")
         self.slots = [self._start() for _ in range(workers)]
 
     def _start(self) -> dict:
         parent, child = self.ctx.Pipe()
-        proc = self.ctx.Process(target=_worker, args=(child, self.seed, self.realdata), daemon=True)
+        proc = self.ctx.Process(target=self.worker, args=(child, self.seed, self.realdata), daemon=True)
         proc.start()
         child.close()
         return {"proc": proc, "conn": parent, "index": None, "since": 0.0}

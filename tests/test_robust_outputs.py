@@ -447,3 +447,22 @@ def test_neutralise_formula_rules() -> None:
     assert neutralise_formula("\tTAB") == "'\tTAB"
     assert neutralise_formula("-5.25") == "-5.25" and neutralise_formula("+1e3") == "+1e3"
     assert neutralise_formula("-") == "-" and neutralise_formula("kernel<float>") == "kernel<float>"
+
+
+def test_concurrent_writers_leave_one_complete_report(tmp_path: Path) -> None:
+    """Two runs replacing one output at the same moment: the file is then one whole report (of one of
+    the two inputs), never a mix or half of one, and no temporary file is left."""
+    small = FIXTURE_YAML
+    big = _big_input(tmp_path, 40)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    out = out_dir / "report.json"
+    for _ in range(3):
+        procs = [subprocess.Popen([sys.executable, "-m", "nvperf_bridge", "analyze", str(path), "-f", "json", "-o",
+                                   str(out), "--force", "-q"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True, cwd=tmp_path) for path in (small, big)]
+        results = [(p.wait(300), p.stderr.read()) for p in procs]
+        assert [code for code, _ in results] == [0, 0], results
+        report = json.loads(out.read_text())
+        assert (len(report["kernels"]), Path(report["inputs"][0]["path"]).name) in {(12, small.name), (40, big.name)}
+        assert _strays(out_dir) == []
