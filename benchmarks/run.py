@@ -319,7 +319,7 @@ def bench_models(raw: Path, n: int) -> tuple[Row, list[str]]:
     frame["kernel_id"] = np.arange(len(frame)).astype(str).astype(object)
     registry = load_registry([])
     gpu = resolve_profile(GPU["ncu-raw"])
-    used = sorted({c for m in registry.models.values() for c in _required(m) if c in frame.columns})
+    used = sorted({c for entry in registry.models.values() for c in _required(entry.model) if c in frame.columns})
 
     def touch() -> None:  # the floor: every input column the models read, converted to float once
         for c in used:
@@ -346,12 +346,8 @@ def bench_models(raw: Path, n: int) -> tuple[Row, list[str]]:
 
 
 def _required(model) -> list[str]:
-    req = getattr(model, "requires", None)
-    if req is None:
-        return []
-    if isinstance(req, dict):
-        return [c for cols in req.values() for c in cols]
-    return [c for item in req for c in ([item] if isinstance(item, str) else list(item))]
+    """Every canonical column a model reads (its ``Requirements``: required and optional)."""
+    return [*model.requires.required, *model.requires.optional]
 
 
 def bench_excel(path: Path, kind: str, repeat: int, work: Path) -> Row:
