@@ -32,7 +32,12 @@ N_memory (Sec. 3.2.2)     global: (``inst_global_ld`` + ``inst_global_st``) /
                           ``inst_shared_st``) / total warps accesses, each
                           costing ``shared_latency`` x k' cycles for a k'-way
                           bank conflict (QRQW, linear contention: 4k).
-k                         N_t x c / r, clipped to [1, ``coalescing_group``],
+k                         G80/GT200 (cc 1.x, the paper's GPUs): N_t x c / r,
+                          clipped to [1, ``coalescing_group``]; sector GPUs
+                          (cc >= 2.0, beyond the paper, detail ``k_rule``):
+                          N_t / r, the threads one 32-byte sector serves
+                          (8 coalesced 4-byte, 2 for 16-byte words, 1 strided).
+                          Published form:
                           with r = (``global_ld_sectors`` + ``global_st_sectors``)
                           / requests and c the profile's
                           ``coalesced_sectors_per_request`` (4 when absent):
@@ -116,6 +121,14 @@ PREDICTIONS = ("max", "sum")
 BALANCED_RATIO = 0.9
 
 
+def _cc_major(gpu: GpuProfile) -> int:
+    """The compute capability's major number (1 when the profile's value cannot be read)."""
+    try:
+        return int(str(gpu.compute_capability).split(".")[0])
+    except ValueError:
+        return 1
+
+
 class KothapalliModel:
     """The HiPC'09 MAX/SUM model; see the module docstring for inputs, options and rules."""
 
@@ -191,6 +204,7 @@ class KothapalliModel:
         N_C = float(gpu.cores_per_sm)
         D = const["D"]
         L = const["global_latency"]
+        sector_gpu = _cc_major(gpu) >= 2
 
         with np.errstate(divide="ignore", invalid="ignore"):
             geometry = launch.launch_geometry(kernels, gpu)  # computed once per frame, shared by the models
@@ -223,7 +237,14 @@ class KothapalliModel:
 
             # --- N_memory (Section 3.2.2) ---
             transactions_per_request = (g_ld_sectors + g_st_sectors) / (g_ld + g_st)
-            k = (N_t * c / transactions_per_request).clip(lower=1.0, upper=const["coalescing_group"])
+            if sector_gpu:
+                # cc >= 2.0 (beyond the paper, which had G80/GT200 segments): global memory moves 32-byte
+                # sectors and the counters count them, so one transaction (a sector) serves N_t / r threads:
+                # 8 for a coalesced warp of 4-byte words, 2 for 16-byte words, 1 when every thread has a
+                # sector of its own (strided). N_t x c / r made that last case k = c = 4: 4x too cheap.
+                k = (N_t / transactions_per_request).clip(lower=1.0, upper=const["coalescing_group"])
+            else:  # Section 3.2.2 as published: a coalesced (half-)warp is one transaction
+                k = (N_t * c / transactions_per_request).clip(lower=1.0, upper=const["coalescing_group"])
             global_cost = (L + k) / k  # cycles per access when one transaction serves k threads
             N_memory_global = (global_accesses * global_cost).where(global_accesses > 0, 0.0)
             k_shared = ((s_ld_wave + s_st_wave) / (s_ld + s_st)).clip(lower=1.0)  # QRQW: k-way contention
@@ -301,6 +322,7 @@ class KothapalliModel:
             "shared_accesses": shared_accesses,
             "transactions_per_request": transactions_per_request,
             "k": k.where(global_accesses > 0),
+            "k_rule": "sectors: N_t / r (cc >= 2.0)" if sector_gpu else "Section 3.2.2: N_t x c / r",
             "global_access_cycles": global_cost.where(global_accesses > 0),
             "k_shared": k_shared.where(shared_accesses > 0),
             "max_thread_factor": max_thread_factor,

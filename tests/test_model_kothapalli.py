@@ -287,3 +287,28 @@ def test_more_instructions_never_faster(gtx280, batch, options, extra) -> None:
 def test_more_memory_traffic_never_faster(gtx280, batch, options, gmem, smem, sectors, conflicts) -> None:
     base, more = pairs(gtx280, batch, options, gmem=gmem, smem=smem, sectors=sectors, conflicts=conflicts)
     assert (more["predicted_ns"] >= base["predicted_ns"] * (1 - 1e-9)).all()
+
+
+def test_sector_gpu_strided_and_wide_accesses_cost_what_their_sectors_cost() -> None:
+    """On a sector GPU (cc >= 2.0) a strided warp load touches 32 sectors: one thread per
+    transaction (k = 1), not k = 4 as N_t x c / r gave; a coalesced warp of 16-byte words
+    touches 16 sectors (k = 2) and of 4-byte words 4 sectors (k = 8). Memory cost per access
+    is (L + k) / k, so strided costs about 8x the coalesced 4-byte access."""
+    from nvperf_bridge.builtin_plugins.kothapalli import MODEL
+    from nvperf_bridge.gpu import resolve_profile
+
+    gpu = resolve_profile("gtx-1080-ti")
+    base = {"kernel": "k", "grid_blocks": 1120.0, "block_threads": 256.0, "inst_executed": 8960.0 * 20,
+            "inst_global_ld": 8960.0 * 4, "inst_global_st": 0.0, "inst_shared_ld": 0.0, "inst_shared_st": 0.0,
+            "global_st_sectors": 0.0, "achieved_occupancy": 1.0}
+    rows = pd.DataFrame([{**base, "global_ld_sectors": 8960.0 * 4 * r} for r in (4, 16, 32)],
+                        index=["coalesced 4-byte", "coalesced 16-byte", "strided"])
+    out = MODEL.evaluate(rows, gpu, {})
+    assert list(out["k"]) == [8.0, 2.0, 1.0]
+    assert (out["k_rule"] == "sectors: N_t / r (cc >= 2.0)").all()
+    memory = out["N_memory"]  # cycles per thread: 4 accesses x (L + k) / k
+    assert memory["strided"] > 7 * memory["coalesced 4-byte"]
+    assert memory["coalesced 16-byte"] > 3 * memory["coalesced 4-byte"]
+    # the paper's own GPU (cc 1.x) keeps Section 3.2.2's rule: a coalesced half-warp is one transaction
+    g80 = resolve_profile("8800gtx")
+    assert (MODEL.evaluate(rows, g80, {})["k_rule"] == "Section 3.2.2: N_t x c / r").all()
