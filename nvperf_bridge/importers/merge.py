@@ -213,18 +213,40 @@ def _metric_columns(p: Parsed) -> frozenset[str]:
 
 
 def _ncu_groups(files: list[Parsed]) -> list[list[Parsed]]:
-    """Files that share most launches but hold different metrics belong to one run."""
+    """Files that share most launches but hold different metrics belong to one run.
+
+    A file joins the first earlier group whose first file shares at least half
+    of the smaller launch list and holds other metrics. Groups are found through
+    an index from launch key to the groups whose first file has it (split by
+    metric set), so only groups that share a launch and differ in metrics are
+    looked at: near-linear in the number of files (1,000 one-kernel files of
+    different runs are not compared pairwise).
+    """
     groups: list[list[Parsed]] = []
+    head_keys: list[set[tuple[str, str]]] = []
+    index: dict[tuple[str, str], dict[frozenset[str], list[int]]] = {}
     for p in files:
         keys = _keys(p)
-        for group in groups:
-            head = group[0]
-            shared = len(keys & _keys(head))
-            if shared >= _MIN_OVERLAP * min(len(keys), len(_keys(head))) and _metric_columns(p) != _metric_columns(head):
-                group.append(p)
+        metrics = _metric_columns(p)
+        shared: dict[int, int] = {}
+        for key in keys:
+            for signature, members in index.get(key, {}).items():
+                if signature == metrics:
+                    continue
+                for g in members:
+                    shared[g] = shared.get(g, 0) + 1
+        target = None
+        for g in sorted(shared):
+            if shared[g] >= _MIN_OVERLAP * min(len(keys), len(head_keys[g])):
+                target = g
                 break
-        else:
-            groups.append([p])
+        if target is not None:
+            groups[target].append(p)
+            continue
+        groups.append([p])
+        head_keys.append(keys)
+        for key in keys:
+            index.setdefault(key, {}).setdefault(metrics, []).append(len(groups) - 1)
     return groups
 
 
