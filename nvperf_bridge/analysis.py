@@ -30,7 +30,6 @@ from nvperf_bridge.errors import ModelError, NvperfError, UsageError
 from nvperf_bridge.gpu import GpuProfile, load_profiles, match_device, resolve_profile
 from nvperf_bridge.kernelframe import ImportResult, InputFile
 from nvperf_bridge.model import (
-    BOTTLENECKS,
     ResolvedConstant,
     resolve_constants,
     validate_result,
@@ -52,6 +51,7 @@ class ModelRun:
     options: dict[str, Any] = field(default_factory=dict)
     description: str = ""  # the model's one-line description, for report headers
     constant_specs: dict[str, Any] = field(default_factory=dict)  # name -> ConstantSpec (unit, meaning), for reports
+    requires: tuple[str, ...] = ()  # the model's required canonical columns, to say what is missing
 
 
 @dataclass
@@ -81,7 +81,13 @@ class Analysis:
 
     def summary(self) -> pd.DataFrame:
         """One row per kernel: identity, measured time, each model's prediction,
-        error and bottleneck, then the consensus bottleneck and how many agree."""
+        error and bottleneck, then the consensus bottleneck and how many agree.
+
+        Only models accurate on the kernel vote (within 2x of its measured time;
+        without one, weighted by the profile's validated accuracy): see
+        ``nvperf_bridge.review.verdict``."""
+        from nvperf_bridge.review.verdict import vote_weights, weighted_consensus
+
         ident = [c for c in ("kernel_id", "kernel", "kernel_name", "invocations") if c in self.kernels.columns]
         table = self.kernels[ident].copy()
         table["measured_ns"] = self.measured_ns
@@ -91,27 +97,13 @@ class Analysis:
             table[f"{mid}.predicted_ns"] = res["predicted_ns"]
             table[f"{mid}.error_pct"] = 100.0 * (res["predicted_ns"] - table["measured_ns"]) / table["measured_ns"]
             table[f"{mid}.bottleneck"] = res["bottleneck"]
-            labels[mid] = res["bottleneck"].where(res["error"] == "")
-        consensus, agree, voters = consensus_bottleneck(pd.DataFrame(labels, index=self.kernels.index))
+            labels[mid] = res["bottleneck"].astype(str)
+        weights, _ = vote_weights(self)
+        consensus, agree, voters = weighted_consensus(pd.DataFrame(labels, index=self.kernels.index), weights)
         table["consensus_bottleneck"] = consensus
         table["models_agreeing"] = agree
         table["models_voting"] = voters
         return table
-
-
-def consensus_bottleneck(labels: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
-    """Most common label among the models that predicted the kernel ('unknown' votes
-    are not counted); ties are broken by the vocabulary's order."""
-    index = labels.index
-    if labels.empty or labels.shape[1] == 0:
-        return (pd.Series("unknown", index=index), pd.Series(0, index=index), pd.Series(0, index=index))
-    votes = labels.where(labels != "unknown")
-    counts = pd.DataFrame({label: (votes == label).sum(axis=1) for label in BOTTLENECKS if label != "unknown"}, index=index)
-    voters = votes.notna().sum(axis=1)
-    best = counts.idxmax(axis=1)
-    agree = counts.max(axis=1)
-    best[agree == 0] = "unknown"
-    return best, agree.astype(int), voters.astype(int)
 
 
 def choose_gpu(kernels: pd.DataFrame, gpu: str | None, profile_dirs: Iterable[Path] = ()) -> tuple[GpuProfile, str]:
@@ -254,6 +246,9 @@ def analyze(
     runs, warnings = run_models(imported.kernels, profile, registry, model_ids, options, timeout_s, isolate)
     if profile.fallback_note:
         warnings.insert(0, profile.fallback_note)
+    for mid, run in runs.items():
+        requires = getattr(registry.models[mid].model, "requires", None) if mid in registry.models else None
+        run.requires = tuple(getattr(requires, "required", ()) or ())
     return Analysis(imported.kernels, profile, choice, runs, imported.inputs, [*imported.warnings, *warnings])
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from profile_factory import make_profile
 
-from nvperf_bridge.analysis import consensus_bottleneck
+from nvperf_bridge.review.verdict import weighted_consensus
 from nvperf_bridge.launch import (
     active_blocks_per_sm,
     active_warps_per_sm,
@@ -62,7 +62,8 @@ def test_consensus_ignores_unknown_and_errors() -> None:
         "b": ["compute", "memory-latency", None, "unknown"],
         "c": ["memory-bandwidth", "memory-bandwidth", "parallelism", None],
     })
-    best, agree, voters = consensus_bottleneck(labels)
+    weights = (labels.notna() & (labels != "unknown")).astype(float)
+    best, agree, voters = weighted_consensus(labels, weights)
     assert list(best) == ["compute", "memory-bandwidth", "parallelism", "unknown"]
     assert list(agree) == [2, 2, 1, 0]
     assert list(voters) == [3, 3, 1, 0]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from reports_fakes import LONG_NAME, make_analysis
 
-from nvperf_bridge.reports.markdown import MAX_KERNELS, escape, render_markdown
+from nvperf_bridge.reports.markdown import MAX_KERNELS, code, escape, render_markdown
 
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
 
@@ -59,10 +59,13 @@ def test_every_table_row_has_as_many_cells_as_its_header() -> None:
 
 def test_kernel_names_are_escaped_in_tables() -> None:
     text = render_markdown(make_analysis())
-    assert r"a\|b\`c&lt;d&gt;\*e\_f" in text
-    assert "<d>" not in text.split("## Kernel names")[0], "no raw HTML in tables"
+    # a name is a code span: verbatim, no entities or escapes inside but the table's pipe
+    assert "| ``a\\|b`c<d>*e_f`` |" in text
+    assert "&lt;" not in text and "&amp;" not in text, "no HTML entities anywhere"
     assert escape("x|y\nz") == r"x\|y z"
-    assert escape("*bold* _it_ [link](u) <b>") == r"\*bold\* \_it\_ \[link\](u) &lt;b&gt;"
+    assert escape("*bold* _it_ [link](u) <b> a&b") == r"\*bold\* \_it\_ \[link\](u) \<b\> a\&b"
+    assert escape("smsp__inst_executed.sum") == "smsp__inst_executed.sum", "intraword _ is not emphasis"
+    assert code("a`b|c") == "``a`b\\|c``"
 
 
 def test_long_names_are_shortened_and_listed_in_full() -> None:
@@ -75,11 +78,11 @@ def test_long_names_are_shortened_and_listed_in_full() -> None:
 
 def test_failed_model_warnings_and_accuracy_are_reported() -> None:
     text = render_markdown(make_analysis())
-    assert "**Failed as a whole:** ModelError: needs sm\\_cycles in every row" in text
+    assert "**Failed as a whole:** ModelError: needs sm_cycles in every row" in text
     assert "- profile.csv: 2 memcpy rows (not kernels) skipped" in text
     accuracy = text.split("## Accuracy")[1].split("## Models")[0]
     assert "| alpha | 6 | 20.0% | 20.0% | 20.0% | 83.3% |" in accuracy
-    assert "- 2 kernels: missing inst\\_executed" in text
+    assert "- 2 kernels: missing inst_executed" in text
 
 
 def test_figures_are_linked_relatively_only_when_given() -> None:
@@ -95,7 +98,7 @@ def test_large_inputs_show_the_longest_kernels() -> None:
     rows = [line for line in summary.splitlines() if line.startswith("| ") and not line.startswith("| #")]
     assert len(rows) == MAX_KERNELS
     assert f"Showing the {MAX_KERNELS} longest of {MAX_KERNELS + 30} kernels" in summary
-    assert rows[0].startswith(f"| 1 | k{MAX_KERNELS + 29} |"), "longest (last in this fake) first"
+    assert rows[0].startswith(f"| 1 | `k{MAX_KERNELS + 29}` |"), "longest (last in this fake) first"
 
 
 def test_no_measured_times_says_so() -> None:

@@ -93,3 +93,13 @@ def test_name_with_and_without_parameter_list_is_one_kernel() -> None:
     names = match_name(kernels)
     assert names[0] == names[1]
     assert names[2] != names[3]
+
+
+def test_two_instances_of_one_template_are_two_groups_with_distinct_short_names() -> None:
+    kernels = pd.DataFrame({"kernel_name": ["void gemm<128, float>(float*, int)", "void gemm<64, float>(float*, int)",
+                                            "void gemm<128, float>(float*, int)"],
+                            "duration_ns": [10.0, 20.0, 30.0]})
+    table = kernel_groups(kernels).table
+    assert list(table["launches"]) == [2, 1]
+    assert table["kernel"].nunique() == 2
+    assert all(name.startswith("gemm<") for name in table["kernel"])

@@ -16,6 +16,15 @@ fractions (0.123 = 12.3 %), every NaN or infinity is ``null``::
          "status": "ok"}                              # or "ok, 2 non-kernel rows skipped", "skipped: <why>"
       ],
       "gpu": {"id": "a100", "name": "NVIDIA A100", "choice": "matched device name 'NVIDIA A100-SXM4-40GB'"},
+      "review": {                                     # nvperf_bridge.review.build.review_dict: groups longest
+        "time_source": "measured", "groups_total": 4,  # first (kernel + launch shape), each with launches,
+        "groups": [{"kernel": "...", "launches": 6000, "total_ns": 2.9e8, "share": 0.74, "top": true,
+                    "verdict": "memory-bandwidth", "basis": "2 of 3 voting models; within 2x ...",
+                    "nsight": {"compute": 0.23, "memory": 0.35, "view": "latency", ...},
+                    "nsight_rules": [...], "advice": [{"rule": "...", "text": "...", ...}]}],
+        "coverage": [{"model": "hong-kim", "predicted": 3, "not_predicted": 0, "reason": ""}],
+        "unpredicted": [{"group": 0, "kernel": "...", "missing": {...}, "command": "ncu ..."}],
+        "warnings": [...]},
       "models": {                                     # every model that was asked for
         "hong-kim": {"version": "1.0", "paper": "Hong & Kim, ISCA'09", "origin": "entry point ...",
                      "failed": false, "failure": "",  # failure: why it produced nothing at all
@@ -69,6 +78,7 @@ import numpy as np
 from nvperf_bridge.analysis import Analysis
 from nvperf_bridge.discovery import profile_rows
 from nvperf_bridge.model import RESULT_COLUMNS
+from nvperf_bridge.review.build import build_review, review_dict
 from nvperf_bridge.reports.common import detail_columns, full_names, kernel_ids, python_value, display_names
 
 SCHEMA_VERSION = 2
@@ -118,6 +128,8 @@ def _document(analysis: Analysis, records: list[Any], details: dict[str, Any]) -
         # every file given or found in a folder, with its status (skipped non-profiler files too)
         "profiles": profile_rows(analysis.inputs),
         "gpu": {"id": analysis.gpu.id, "name": analysis.gpu.name, "choice": analysis.gpu_choice},
+        # kernel groups, verdicts, Nsight's view, advice, coverage: the review layer's plain dicts
+        "review": review_dict(build_review(analysis)),
         "models": {
             mid: {
                 "version": run.version, "paper": run.paper, "origin": run.origin,

@@ -1,16 +1,26 @@
-"""The Markdown report (GitHub-flavoured), for a pull request or a terminal.
+r"""The Markdown report (GitHub-flavoured), for a pull request or a terminal.
 
-Sections: header facts, Summary (predicted time and error per model), Bottlenecks
-(each model's label and the consensus), Accuracy, one section per model (paper,
-machine constants, key intermediate quantities, kernels without a prediction),
-Figures (only when links are given), Warnings, Inputs, Kernel names.
+It answers the review's three questions first, from the review layer
+(``nvperf_bridge.review``; no verdict is computed here):
 
-Kernel names are escaped for table cells (pipes, backticks, angle brackets,
-asterisks, underscores, brackets, backslashes) so a C++ template name never
-breaks a table, and shortened to ``NAME_WIDTH`` characters; every shortened
-name is listed in full under "Kernel names", keyed by the ``#`` column.
-Large inputs show the ``MAX_KERNELS`` longest kernels (the JSON and CSV reports
-hold all of them).
+- Where the time goes: kernel groups (kernel + launch shape) with launches,
+  total / mean time, share of GPU time and the verdict, longest first.
+- Top kernels: per group holding the first 80% of the time, the verdict and
+  what it rests on, Nsight's speed-of-light view beside it (flagged where they
+  disagree), Nsight's own rule results and 1-3 actions with the kernel's numbers.
+- Coverage: per model, kernels predicted / not predicted; for every group no
+  model predicted, the missing counters and the command that collects them.
+
+Then the per-launch detail: Summary (predicted time and error per model),
+Bottlenecks, Accuracy, one section per model, Figures, Warnings, Inputs,
+Kernel names.
+
+Kernel names sit in code spans (no escapes or HTML entities inside them; a
+pipe is written ``\|`` as GFM tables require) and are shortened to
+``NAME_WIDTH`` characters; every shortened name is listed in full under
+"Kernel names". Prose is escaped with backslashes only. Each time column
+carries one unit, chosen from its values. Large inputs show the
+``MAX_KERNELS`` longest kernels (the JSON and CSV reports hold all of them).
 """
 
 from __future__ import annotations
@@ -21,6 +31,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import pandas as pd
 
 from nvperf_bridge.analysis import Analysis
+from nvperf_bridge.review.build import Review, build_review
+from nvperf_bridge.review.coverage import throughput_command, uses_nvprof
 from nvperf_bridge.reports.common import (
     detail_columns,
     display_names,
@@ -37,18 +49,45 @@ from nvperf_bridge.reports.common import (
 )
 
 MAX_KERNELS = 50  # kernels in the Summary and Bottlenecks tables
+MAX_GROUPS = 30  # kernel groups in "Where the time goes"
+MAX_RULES = 4  # Nsight rule results per top group
 MAX_MODEL_KERNELS = 20  # kernels in each model's quantities table
 MAX_DETAILS = 8  # intermediate quantities per model table
 NAME_WIDTH = 40
 
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
+_MD_SPECIAL = re.compile(r"([\\`*\[\]|#~<>&])")
+_EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9_])_+|_+(?![A-Za-z0-9_])")
 
 
 def escape(text: Any) -> str:
-    """Text made safe for a GitHub Markdown table cell or list item."""
-    value = " ".join(str(text).split())  # newlines and tabs would end the row
-    value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _MD_SPECIAL.sub(r"\\\1", value)
+    """Text made safe for a GitHub Markdown table cell or list item: backslash escapes only
+    (CommonMark escapes every ASCII punctuation), never HTML entities. An underscore inside a
+    word (``smsp__inst_executed``) cannot start emphasis in GFM and is left as it is."""
+    return _escape_part(" ".join(str(text).split()))  # newlines and tabs would end the row
+
+
+def _escape_part(value: str) -> str:
+    value = _MD_SPECIAL.sub(r"\\\1", value)
+    return _EDGE_UNDERSCORE.sub(lambda match: "\\_" * len(match.group()), value)
+
+
+def prose(text: Any) -> str:
+    """Like :func:`escape`, but `code spans` already in the text are kept as code spans."""
+    parts = re.split(r"(`[^`]+`)", " ".join(str(text).split()))
+    return "".join(part if part.startswith("`") and part.endswith("`") and len(part) > 1 else _escape_part(part)
+                   for part in parts)
+
+
+def code(text: Any, in_table: bool = True) -> str:
+    """Text as a code span: shown verbatim (no escapes are processed inside one), with a fence
+    longer than any backtick run in it; in a table a pipe is written ``\\|`` (GFM)."""
+    value = " ".join(str(text).split())
+    if in_table:
+        value = value.replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    return f"{fence}{pad}{value}{pad}{fence}"
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]], align: Sequence[str] | None = None) -> str:
@@ -61,14 +100,19 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]], align: Sequence[
     return "\n".join(lines)
 
 
-def render_markdown(analysis: Analysis, figures: Mapping[str, str] | None = None) -> str:
+def render_markdown(analysis: Analysis, figures: Mapping[str, str] | None = None,
+                    review: Review | None = None) -> str:
     """The whole report; ``figures`` maps a caption to a relative PNG path to link."""
+    review = review or build_review(analysis)
     order = list(top_kernels(analysis, MAX_KERNELS))
     number = {index: position + 1 for position, index in enumerate(order)}
     short = display_names(analysis.kernels)
     full = full_names(analysis.kernels)
     parts = [
         _header(analysis),
+        _groups(review),
+        _top_groups(analysis, review),
+        _coverage(analysis, review),
         _summary(analysis, order, number, short),
         _bottlenecks(analysis, order, number, short),
         _accuracy(analysis),
@@ -76,17 +120,142 @@ def render_markdown(analysis: Analysis, figures: Mapping[str, str] | None = None
     ]
     if figures:
         parts.append(_figures(figures))
-    parts.append(_warnings(analysis))
+    parts.append(_warnings(analysis, review))
     parts.append(_profiles(analysis))
     parts.append(_inputs(analysis))
-    parts.append(_kernel_names(order, number, short, full))
+    parts.append(_kernel_names(order, number, short, full, review))
     return "\n\n".join(part for part in parts if part) + "\n"
 
 
 def _name_cell(name: str) -> str:
     # a name a spreadsheet would run as a formula (=HYPERLINK(...)) gets an apostrophe, as in the CSV;
     # the full name stays exact in its code span under "Kernel names"
-    return escape(neutralise_formula(shorten(name, NAME_WIDTH)))
+    return code(neutralise_formula(shorten(name, NAME_WIDTH)))
+
+
+def _group_label(row: Mapping[str, Any]) -> str:
+    """'G1' for the longest group: the key under which 'Kernel names' lists the full name."""
+    return f"G{int(row['group']) + 1}"
+
+
+def _shape(row: Mapping[str, Any]) -> str:
+    grid, block = row.get("grid_blocks"), row.get("block_threads")
+    if grid is None or block is None:
+        return ""
+    return f"{format_number(grid)} x {format_number(block)}"
+
+
+def _groups(review: Review) -> str:
+    """Where the time goes: one row per kernel group, longest first."""
+    rows_data = review.group_rows()
+    if not rows_data:
+        return "## Where the time goes\n\nThe input holds no kernels."
+    table_rows = rows_data[:MAX_GROUPS]
+    total_unit = time_unit([r["total_ns"] for r in table_rows if r["total_ns"] is not None])
+    mean_unit = time_unit([r["mean_ns"] for r in table_rows if r["mean_ns"] is not None])
+    has_time = review.groups.time_source != "none"
+    header = ["", "Kernel", "Grid x block", "Launches"]
+    align = ["l", "l", "l", "r"]
+    if has_time:
+        header += [f"Total ({total_unit.label})", f"Mean ({mean_unit.label})", "Share", "Cumulative"]
+        align += ["r", "r", "r", "r"]
+    header += ["Verdict", "Nsight view"]
+    align += ["l", "l"]
+    rows = []
+    for r in table_rows:
+        label = _group_label(r) + (" ★" if r["top"] and has_time else "")
+        cells = [label, _name_cell(r["kernel"]), _shape(r), f"{r['launches']:,}"]
+        if has_time:
+            cells += [_in_unit(r["total_ns"], total_unit), _in_unit(r["mean_ns"], mean_unit),
+                      format_percent(r["share"]), format_percent(r["cumulative_share"])]
+        view = r["nsight"]["view"] + (" (disagrees)" if r["nsight"]["disagrees_with_verdict"] else "")
+        cells += [escape(r["verdict"]), escape(view)]
+        rows.append(cells)
+    launches = int(review.groups.table["launches"].sum())
+    count = len(review.groups.table)
+    intro = (f"{launches:,} launches in {count:,} kernel group{'s' if count != 1 else ''} "
+             "(kernel and launch shape), longest first.")
+    if has_time:
+        top = int(review.groups.table["top"].sum())
+        intro += (f" ★ = the {top} group{'s' if top != 1 else ''} holding the first 80% of the GPU time"
+                  + ("" if review.groups.time_source == "measured"
+                     else f" (times from {escape(review.groups.time_source)}, not measured)") + ".")
+    else:
+        intro += " The input has no measured times, so there is no time share."
+    if count > len(table_rows):
+        intro += f" Showing the {len(table_rows):,} longest; the JSON report lists all."
+    return "## Where the time goes\n\n" + intro + "\n\n" + table(header, rows, align)
+
+
+def _in_unit(value: float | None, unit: Any) -> str:
+    return "" if value is None else format_number(value / unit.ns)
+
+
+def _top_groups(analysis: Analysis, review: Review) -> str:
+    """Per top group: verdict and basis, Nsight's view, Nsight's rules, advice."""
+    blocks = ["## Top kernels"]
+    for r in review.group_rows():
+        if not r["top"]:
+            continue
+        share = f", {format_percent(r['share'])} of the GPU time" if r["share"] is not None else ""
+        lines = [f"### {_group_label(r)} {code(shorten(r['kernel'], 80), in_table=False)}{share}"]
+        facts = [f"- **Verdict: {escape(r['verdict'])}** ({escape(r['basis'])})."]
+        if review.recommended and r["model_labels"].get(review.recommended):
+            facts.insert(0, f"- Recommended estimate ({escape(review.recommended)}): "
+                            f"{escape(r['model_labels'][review.recommended])}.")
+        nsight = r["nsight"]
+        if nsight["source"]:
+            flag = " **Disagrees with the verdict.**" if nsight["disagrees_with_verdict"] else ""
+            who = "Nsight's view" if nsight["source"].startswith("Nsight") else "Speed of light"
+            facts.append(f"- {who}: compute {format_percent(nsight['compute'])}, memory "
+                         f"{format_percent(nsight['memory'])} of peak: {escape(nsight['view'])} "
+                         f"({escape(nsight['source'])}).{flag}")
+        else:
+            facts.append("- Speed of light: no throughput counters in the input (collect them with "
+                         f"{code(throughput_command(uses_nvprof(analysis)), in_table=False)}).")
+        for rule in r["nsight_rules"][:MAX_RULES]:
+            speedup = (f" (estimated speedup {format_percent(rule['estimated_speedup'] / 100.0)})"
+                       if rule["estimated_speedup"] else "")
+            facts.append(f"- Nsight rule {escape(rule['rule'])} [{escape(rule['type'])}]{speedup}: "
+                         f"{escape(shorten(rule['message'], 300))}")
+        if r["advice"]:
+            facts.append("- What to do:")
+            facts.extend(f"  {i}. {prose(a['text'])}" for i, a in enumerate(r["advice"], 1))
+        elif "unpredicted" not in r:
+            facts.append("- What to do: no advice rule fired on the counters this input holds.")
+        if "unpredicted" in r:
+            facts.append(f"- No model predicted it. Collect the missing counters with "
+                         f"{code(r['unpredicted']['command'], in_table=False)}")
+        lines.append("\n".join(facts))
+        blocks.append("\n\n".join(lines))
+    return "\n\n".join(blocks) if len(blocks) > 1 else ""
+
+
+def _coverage(analysis: Analysis, review: Review) -> str:
+    """Per model: kernels predicted / not; per unpredicted group: what is missing and the command."""
+    lines = ["## Coverage"]
+    if review.coverage:
+        rows = [[escape(c["model"]), f"{c['predicted']:,}", f"{c['not_predicted']:,}",
+                 escape(shorten(c["reason"], 160))] for c in review.coverage]
+        lines.append(f"Kernel rows predicted per model, of {len(analysis.kernels):,}:\n\n"
+                     + table(["Model", "Predicted", "Not predicted", "Commonest reason"], rows, ["l", "r", "r", "l"]))
+    else:
+        lines.append("No model ran.")
+    if review.unpredicted:
+        # groups that lack the same counters are listed together
+        by_missing: dict[str, list[str]] = {}
+        for u in review.unpredicted:
+            missing = "; ".join(f"{escape(m)} lacks {', '.join(code(c, in_table=False) for c in cols)}"
+                                for m, cols in u["missing"].items()) or "no model reported what it lacks"
+            by_missing.setdefault(missing, []).append(f"G{u['group'] + 1}")
+        items = [f"- {', '.join(labels)}: {missing}." for missing, labels in by_missing.items()]
+        commands = list(dict.fromkeys(u["command"] for u in review.unpredicted if u["command"]))
+        text = "Kernel groups no model predicted:\n\n" + "\n".join(items)
+        if commands:
+            text += "\n\nThe command that collects what is missing:\n\n" + "\n\n".join(
+                f"```\n{c}\n```" for c in commands)
+        lines.append(text)
+    return "\n\n".join(lines)
 
 
 def _header(analysis: Analysis) -> str:
@@ -156,8 +325,9 @@ def _bottlenecks(analysis: Analysis, order: list[Any], number: dict[Any, int], s
         labels = [escape(row[f"{mid}.bottleneck"]) for mid in runs]
         agree = f"{int(row['models_agreeing'])} of {int(row['models_voting'])}"
         rows.append([number[index], _name_cell(short.loc[index]), *labels, escape(row["consensus_bottleneck"]), agree])
-    intro = ("Each model's bottleneck (shared vocabulary) and the most common label among the models "
-             "that predicted the kernel ('unknown' does not vote).")
+    intro = ("Each model's bottleneck (shared vocabulary) and the consensus: the most common label among "
+             "the models within 2x of the kernel's measured time (without one, weighted by the GPU profile's "
+             "validated accuracy); 'unknown' does not vote.")
     return "## Bottlenecks\n\n" + intro + "\n\n" + table(header, rows, align)
 
 
@@ -226,10 +396,11 @@ def _figures(figures: Mapping[str, str]) -> str:
     return "## Figures\n\n" + "\n\n".join(items)
 
 
-def _warnings(analysis: Analysis) -> str:
-    if not analysis.warnings:
+def _warnings(analysis: Analysis, review: Review) -> str:
+    warnings = [*review.warnings, *analysis.warnings]
+    if not warnings:
         return "## Warnings\n\nNone."
-    return "## Warnings\n\n" + "\n".join(f"- {escape(w)}" for w in analysis.warnings)
+    return "## Warnings\n\n" + "\n".join(f"- {escape(w)}" for w in warnings)
 
 
 def _profiles(analysis: Analysis) -> str:
@@ -256,21 +427,20 @@ def _inputs(analysis: Analysis) -> str:
                                    ["l", "l", "r", "l", "l"])
 
 
-def _kernel_names(order: list[Any], number: dict[Any, int], short: pd.Series, full: pd.Series) -> str:
+def _kernel_names(order: list[Any], number: dict[Any, int], short: pd.Series, full: pd.Series,
+                  review: Review) -> str:
     items = []
+    for r in review.group_rows()[:MAX_GROUPS]:
+        if shorten(r["kernel"], NAME_WIDTH) != " ".join(str(r["kernel_name"]).split()):
+            items.append(f"- {_group_label(r)}: {code(r['kernel_name'], in_table=False)}")
     for index in order:
         name = full.loc[index]
         if shorten(short.loc[index], NAME_WIDTH) != " ".join(str(name).split()):
-            shown = f"`{_code_span(name)}`" if "`" not in name else escape(name)
-            items.append(f"- #{number[index]}: {shown}")
+            items.append(f"- #{number[index]}: {code(name, in_table=False)}")
     if not items:
         return ""
-    return ("## Kernel names\n\nFull names of the kernels shortened above, by `#`.\n\n"
+    return ("## Kernel names\n\nFull names of the kernels shortened above, by group (G) and by `#`.\n\n"
             + "\n".join(items))
 
 
-def _code_span(text: str) -> str:
-    return " ".join(str(text).split())
-
-
-__all__ = ["MAX_KERNELS", "escape", "render_markdown", "table"]
+__all__ = ["MAX_KERNELS", "code", "escape", "render_markdown", "table"]

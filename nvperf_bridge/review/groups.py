@@ -25,6 +25,8 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge.model import column_or_nan
+from nvperf_bridge.names import distinct_display_names
+from nvperf_bridge.names import keys as kernel_keys
 
 # The longest groups that together hold this fraction of the GPU time are the "top" groups.
 TOP_SHARE = 0.80
@@ -54,34 +56,21 @@ class KernelGroups:
 
 
 def match_name(kernels: pd.DataFrame) -> pd.Series:
-    """The name two rows must share to be one kernel: the full name, whitespace collapsed and
-    the parameter list dropped, since one project prints ``f`` in one file and ``f(int,float*)``
-    in the next (realdata quirk 10)."""
+    """The name two rows must share to be one kernel: the qualified function name with its template
+    arguments (``names.keys``'s ``name_targs``, else ``name``). The parameter list is left out, since
+    one project prints ``f`` in one file and ``f(int,float*)`` in the next (realdata quirk 10)."""
     for column in ("kernel_name", "kernel", "kernel_id"):
         if column in kernels.columns:
             names = kernels[column].astype("object").where(kernels[column].notna(), "").astype(str)
             break
     else:
         return pd.Series("", index=kernels.index, dtype="object")
-    return names.map(_strip_parameters)
-
-
-def _strip_parameters(name: str) -> str:
-    """``void f<int=2>(float*, int)`` -> ``void f<int=2>``: the trailing parameter list, balanced."""
-    text = " ".join(name.split())
-    if not text.endswith(")"):
-        return text
-    depth = 0
-    for position in range(len(text) - 1, -1, -1):
-        char = text[position]
-        if char == ")":
-            depth += 1
-        elif char == "(":
-            depth -= 1
-            if depth == 0:
-                head = text[:position].rstrip()
-                return head or text
-    return text
+    unique = pd.unique(names.to_numpy())
+    key = {}
+    for name in unique:
+        found = kernel_keys(name)
+        key[name] = found["name_targs"] or found["name"] or name
+    return names.map(key)
 
 
 def launch_times(kernels: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
@@ -154,8 +143,14 @@ def kernel_groups(kernels: pd.DataFrame, estimate_ns: pd.Series | None = None,
     position = pd.Series(np.arange(len(ordered)), index=ordered.index)
 
     first_rows = kernels.iloc[ordered["first"].to_numpy()]
-    names = first_rows["kernel"] if "kernel" in first_rows.columns else keys["name"].iloc[ordered["first"].to_numpy()]
-    full = first_rows["kernel_name"] if "kernel_name" in first_rows.columns else names
+    if "kernel_name" in first_rows.columns:
+        full = first_rows["kernel_name"].astype(str)
+    elif "kernel" in first_rows.columns:
+        full = first_rows["kernel"].astype(str)
+    else:
+        full = keys["name"].iloc[ordered["first"].to_numpy()]
+    # distinct short names for distinct kernels: template arguments collapsed, the function kept
+    names = pd.Series(distinct_display_names(list(full)), index=full.index)
     table = pd.DataFrame({
         "group": np.arange(len(ordered)),
         "kernel": names.astype(str).to_numpy(),

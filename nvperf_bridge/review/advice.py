@@ -1,0 +1,234 @@
+"""Advice as data: the rules in ``data/advice_rules.csv`` applied to each kernel group's own numbers.
+
+Each rule names one quantity (computed below from canonical columns and the
+GPU profile, time-weighted over the group's launches), a comparison and a
+threshold, the counters it reads, a message template filled with the group's
+numbers and the action it suggests (``unless``: rules that make it redundant). A group gets up to ``MAX_ACTIONS`` of the
+rules that fire: first those listed ``first_for`` the group's verdict, then the
+others by how far past their threshold the numbers are. What limits occupancy
+(registers, shared memory, block size, block slots, the grid) comes from the
+launch and the profile's per-SM limits, worded by ``data/occupancy_limiters.csv``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nvperf_bridge.model import column_or_nan
+
+MAX_ACTIONS = 3
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    first_for: tuple[str, ...]
+    quantity: str
+    op: str
+    threshold: float
+    reads: str
+    message: str
+    action: str
+    unless: tuple[str, ...] = ()  # rules that, when they fire, make this one say nothing new
+
+    def fires(self, value: float) -> bool:
+        if value is None or not math.isfinite(value):
+            return False
+        return {"<": value < self.threshold, "<=": value <= self.threshold, ">": value > self.threshold,
+                ">=": value >= self.threshold}[self.op]
+
+    def severity(self, value: float) -> float:
+        """How far past the threshold (>= 1 when it fires), for ordering."""
+        if self.op in (">", ">="):
+            return value / self.threshold if self.threshold > 0 else 1.0 + value
+        return self.threshold / value if value > 0 else float("inf")
+
+
+def _data_text(name: str) -> str:
+    return resources.files("nvperf_bridge").joinpath("data", name).read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def load_rules() -> tuple[Rule, ...]:
+    """The advice rules table, in file order."""
+    rows = csv.DictReader(_data_text("advice_rules.csv").splitlines())
+    return tuple(Rule(r["id"], tuple(r["first_for"].split()), r["quantity"], r["op"], float(r["threshold"]),
+                      r["reads"], r["message"], r["action"], tuple((r.get("unless") or "").split()))
+                 for r in rows)
+
+
+@lru_cache(maxsize=1)
+def load_limiters() -> dict[str, tuple[str, str]]:
+    """limiter -> (description template, action)."""
+    rows = csv.DictReader(_data_text("occupancy_limiters.csv").splitlines())
+    return {r["limiter"]: (r["describe"], r["action"]) for r in rows}
+
+
+def row_quantities(analysis: Any, compute: pd.Series, memory: pd.Series) -> pd.DataFrame:
+    """Per kernel row: every quantity a rule or a message reads (NaN where its counters are absent)."""
+    kernels, gpu = analysis.kernels, analysis.gpu
+    duration = analysis.measured_ns.where(analysis.measured_ns > 0)
+    dram = column_or_nan(kernels, "dram_bytes")
+    dram = dram.fillna(column_or_nan(kernels, "dram_read_bytes") + column_or_nan(kernels, "dram_write_bytes"))
+    dram_fraction = column_or_nan(kernels, "sol_dram_fraction").fillna(
+        dram / (duration * 1e-9) / gpu.memory_bandwidth_bytes_per_s)
+    ideal = float(gpu.get("coalesced_sectors_per_request", 4) or 4)
+    ld = column_or_nan(kernels, "global_ld_sectors") / column_or_nan(kernels, "inst_global_ld").where(lambda s: s > 0)
+    st = column_or_nan(kernels, "global_st_sectors") / column_or_nan(kernels, "inst_global_st").where(lambda s: s > 0)
+    shared = (column_or_nan(kernels, "shared_ld_wavefronts")
+              / column_or_nan(kernels, "inst_shared_ld").where(lambda s: s > 0))
+    grid = column_or_nan(kernels, "grid_blocks")
+    local = column_or_nan(kernels, "local_load_transactions").fillna(0) + column_or_nan(
+        kernels, "local_store_transactions").fillna(0)
+    has_local = kernels.columns.intersection(["local_load_transactions", "local_store_transactions"]).size > 0
+    frame = pd.DataFrame({
+        "dram_fraction": dram_fraction,
+        "ideal_sectors": ideal,
+        "load_sectors_per_request": ld,
+        "load_sectors_over_ideal": ld / ideal,
+        "store_sectors_per_request": st,
+        "store_sectors_over_ideal": st / ideal,
+        "grid_blocks": grid,
+        "sm_count": float(gpu.sm_count),
+        "blocks_per_sm": grid / float(gpu.sm_count),
+        "achieved_occupancy": column_or_nan(kernels, "achieved_occupancy"),
+        "theoretical_occupancy": column_or_nan(kernels, "theoretical_occupancy"),
+        "sm_fraction": compute,
+        "memory_fraction": memory,
+        "busiest_fraction": pd.concat([compute, memory], axis=1).max(axis=1, skipna=False),
+        "warp_execution_efficiency": column_or_nan(kernels, "warp_execution_efficiency"),
+        "shared_wavefronts_per_request": shared,
+        "local_transactions": local if has_local else np.nan,
+        "registers_per_thread": column_or_nan(kernels, "registers_per_thread"),
+        "shared_mem_per_block_bytes": column_or_nan(kernels, "shared_mem_per_block_bytes"),
+        "block_threads": column_or_nan(kernels, "block_threads"),
+    }, index=kernels.index)
+    for name, sources in NSIGHT_BLOCK_LIMITS.items():
+        limit = pd.Series(np.nan, index=kernels.index)
+        for source in sources:
+            limit = limit.fillna(column_or_nan(kernels, source))
+        frame[f"limit:{name}"] = limit
+    return frame
+
+
+# Nsight Compute's own per-SM block limits (details page | raw page) -> our limiter names.
+NSIGHT_BLOCK_LIMITS: dict[str, tuple[str, ...]] = {
+    "registers": ("Block Limit Registers", "launch__occupancy_limit_registers"),
+    "shared memory": ("Block Limit Shared Mem", "launch__occupancy_limit_shared_mem"),
+    "block size": ("Block Limit Warps", "launch__occupancy_limit_warps"),
+    "blocks per SM": ("Block Limit SM", "launch__occupancy_limit_blocks"),
+}
+
+
+def occupancy_limiter(values: dict[str, float], gpu: Any) -> str:
+    """Which launch resource caps the resident blocks per SM: Nsight's own block limits when the
+    file has them, else the smallest of the limits computed from the launch and the profile."""
+    nsight = {name: values.get(f"limit:{name}", float("nan")) for name in NSIGHT_BLOCK_LIMITS}
+    nsight = {name: v for name, v in nsight.items() if math.isfinite(v) and v > 0}
+    grid = values.get("grid_blocks", float("nan"))
+    theoretical_given = values.get("theoretical_occupancy", float("nan"))
+    if nsight:
+        blocks = min(nsight.values())
+        if math.isfinite(grid) and grid / gpu.sm_count < blocks:
+            return "grid"
+        if math.isfinite(theoretical_given) and theoretical_given >= 0.999:
+            return "none"
+        for name in ("registers", "shared memory", "blocks per SM", "block size"):
+            if nsight.get(name) == blocks:
+                return name
+    threads = values.get("block_threads", float("nan"))
+    if not math.isfinite(threads) or threads <= 0:
+        return "unrecorded" if math.isfinite(theoretical_given) and theoretical_given < 0.999 else "none"
+    warps = math.ceil(threads / gpu.warp_size)
+    limits = {"block size": math.floor(gpu.max_warps_per_sm / warps), "blocks per SM": float(gpu.max_blocks_per_sm)}
+    regs = values.get("registers_per_thread", float("nan"))
+    if math.isfinite(regs) and regs > 0:
+        limits["registers"] = math.floor(gpu.registers_per_sm / (regs * warps * gpu.warp_size))
+    smem = values.get("shared_mem_per_block_bytes", float("nan"))
+    if math.isfinite(smem) and smem > 0:
+        limits["shared memory"] = math.floor(gpu.shared_mem_per_sm_bytes / smem)
+    grid = values.get("grid_blocks", float("nan"))
+    blocks = min(limits.values())
+    if math.isfinite(grid) and grid / gpu.sm_count < blocks:
+        return "grid"
+    theoretical = blocks * warps / gpu.max_warps_per_sm
+    if theoretical >= 0.999:  # nothing we can see in the launch limits it
+        if math.isfinite(theoretical_given) and theoretical_given < 0.999:
+            return "unrecorded"  # Nsight says something does: a resource the file does not hold
+        return "none"
+    # 'block size' binds only when it is the smallest; ties go to the resource a programmer can change
+    for name in ("registers", "shared memory", "blocks per SM", "block size"):
+        if name in limits and limits[name] == blocks:
+            return name
+    return "none"
+
+
+def _fill(template: str, values: dict[str, Any]) -> str:
+    """The template with the group's numbers; '' when a number it needs is missing."""
+    try:
+        text = template.format(**values)
+    except (KeyError, ValueError, TypeError):
+        return ""
+    return "" if re.search(r"\bnan\b", text) else text
+
+
+def group_advice(analysis: Any, groups: Any, verdicts: pd.DataFrame, compute: pd.Series,
+                 memory: pd.Series) -> list[list[dict[str, Any]]]:
+    """Per group with a verdict (``groups.table`` order): up to ``MAX_ACTIONS`` dicts ``rule``, ``text``, ``action``,
+    ``value``, ``threshold``, ``reads``."""
+    quantities = row_quantities(analysis, compute, memory)
+    launches = column_or_nan(analysis.kernels, "invocations").fillna(1.0).clip(lower=1.0)
+    weight = (analysis.measured_ns.where(analysis.measured_ns > 0) * launches).fillna(launches)
+    code = groups.group_of.to_numpy()
+    limiters = load_limiters()
+    out: list[list[dict[str, Any]]] = []
+    for position, group in enumerate(groups.table["group"][:len(verdicts)]):
+        rows = analysis.kernels.index[code == group]
+        w = weight.loc[rows]
+        values: dict[str, Any] = {}
+        for name in quantities.columns:
+            column = quantities.loc[rows, name]
+            ok = column.notna()
+            values[name] = float((column[ok] * w[ok]).sum() / w[ok].sum()) if ok.any() and w[ok].sum() > 0 \
+                else (float(column[ok].mean()) if ok.any() else float("nan"))
+        limiter = occupancy_limiter(values, analysis.gpu)
+        describe, action = limiters.get(limiter, limiters["none"])
+        values["max_blocks_per_sm"] = float(analysis.gpu.max_blocks_per_sm)
+        values["shared_kib"] = values.get("shared_mem_per_block_bytes", float("nan")) / 1024.0
+        nsight_blocks = values.get(f"limit:{limiter}", float("nan"))
+        fallback = f"{limiter} (Nsight's limit: {nsight_blocks:.0f} blocks per SM)" if math.isfinite(nsight_blocks) \
+            else limiter
+        values["occupancy_limiter"] = _fill(describe, values) or fallback
+        values["occupancy_action"] = action
+        verdict = str(verdicts["verdict"].iloc[position]) if len(verdicts) > position else "unknown"
+        fired = []
+        for rank, rule in enumerate(load_rules()):
+            value = values.get(rule.quantity, float("nan"))
+            if not rule.fires(value):
+                continue
+            text = _fill(rule.message, values)
+            if not text:
+                continue
+            fired.append(((0 if verdict in rule.first_for else 1), -rule.severity(value), rank, {
+                "rule": rule.id, "text": f"{rule.id}: {text}: {_fill(rule.action, values) or rule.action}",
+                "action": _fill(rule.action, values) or rule.action, "value": value,
+                "threshold": rule.threshold, "op": rule.op, "reads": rule.reads,
+            }))
+        fired_ids = {item[3]["rule"] for item in fired}
+        rules = {rule.id: rule for rule in load_rules()}
+        fired = [item for item in fired if not fired_ids.intersection(rules[item[3]["rule"]].unless)]
+        fired.sort(key=lambda item: item[:3])
+        out.append([item[3] for item in fired[:MAX_ACTIONS]])
+    return out
+
+
+__all__ = ["MAX_ACTIONS", "Rule", "group_advice", "load_rules", "occupancy_limiter", "row_quantities"]

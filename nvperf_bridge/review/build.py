@@ -1,0 +1,155 @@
+"""The review of one analysis, built once and read by every report format.
+
+``build_review(analysis)`` returns a :class:`Review`: the kernel groups, a
+verdict per group with what it rests on, Nsight's speed-of-light view beside
+it, Nsight's own rule results, 1-3 actions per group from the advice rules,
+the coverage of each model and, for every group no model predicted, the
+counters that are missing and the command that collects them.
+``review_dict(review)`` gives the same content as plain dicts (JSON-ready).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from nvperf_bridge.review.advice import group_advice
+from nvperf_bridge.review.coverage import model_coverage, thin_warnings, unpredicted_groups
+from nvperf_bridge.review.groups import KernelGroups, kernel_groups
+from nvperf_bridge.review.verdict import WITHIN, group_verdicts, speed_of_light
+
+# Groups reviewed in full (verdict, Nsight's view, advice), longest first: a run of a million
+# distinct launches still gets its review in seconds; the group table itself holds every group.
+REVIEWED_GROUPS = 100
+
+
+@dataclass
+class Review:
+    groups: KernelGroups
+    verdicts: pd.DataFrame  # one row per group, groups.table order
+    advice: list[list[dict[str, Any]]]  # per group
+    nsight_rules: list[list[dict[str, Any]]]  # per group: Nsight Compute's own rule results
+    coverage: list[dict[str, Any]]  # per model
+    unpredicted: list[dict[str, Any]]  # per group no model predicted
+    warnings: list[str] = field(default_factory=list)
+    recommended: str = ""  # the model id of the recommended estimate, when installed and run
+
+    def group_rows(self) -> list[dict[str, Any]]:
+        """One plain dict per reviewed group: identity, time, verdict, Nsight's view, rules and advice."""
+        out = []
+        missing = {u["group"]: u for u in self.unpredicted}
+        for position, row in enumerate(self.groups.table.head(len(self.verdicts)).itertuples(index=False)):
+            verdict = self.verdicts.iloc[position]
+            item = {
+                "group": int(row.group), "kernel": row.kernel, "kernel_name": row.kernel_name,
+                "device": row.device, "grid_blocks": _num(row.grid_blocks), "block_threads": _num(row.block_threads),
+                "launches": int(row.launches), "total_ns": _num(row.total_ns), "mean_ns": _num(row.mean_ns),
+                "min_ns": _num(row.min_ns), "max_ns": _num(row.max_ns), "share": _num(row.share),
+                "cumulative_share": _num(row.cumulative_share), "top": bool(row.top),
+                "verdict": verdict["verdict"], "agreeing": int(verdict["agreeing"]), "voting": int(verdict["voting"]),
+                "basis": verdict["basis"],
+                "models_within": [{"model": m, "ratio": _num(r)} for m, r in verdict["accurate"]],
+                "models_off": [{"model": m, "ratio": _num(r)} for m, r in verdict["off"]],
+                "model_labels": dict(verdict["model_labels"]),
+                "nsight": {"compute": _num(verdict["sol_compute"]), "memory": _num(verdict["sol_memory"]),
+                           "source": verdict["sol_source"], "view": verdict["nsight_view"],
+                           "disagrees_with_verdict": bool(verdict["disagree"])},
+                "nsight_rules": self.nsight_rules[position],
+                "advice": [{k: (_num(v) if isinstance(v, float) else v) for k, v in a.items()}
+                           for a in self.advice[position]],
+            }
+            if int(row.group) in missing:
+                item["unpredicted"] = {"missing": missing[int(row.group)]["missing"],
+                                       "command": missing[int(row.group)]["command"]}
+            out.append(item)
+        return out
+
+
+def _num(value: Any) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _recommended_id(analysis: Any) -> str:
+    """The recommended-estimate model when it ran (its id or description says so)."""
+    for mid, run in analysis.ok_runs().items():
+        if "recommended" in mid or "recommended estimate" in (run.description or "").lower():
+            return mid
+    return ""
+
+
+def nsight_rule_rows(analysis: Any, groups: KernelGroups, limit: int | None = None) -> list[list[dict[str, Any]]]:
+    """Per group: Nsight Compute's rule results (rule, type, message, estimated speedup) for its rows.
+
+    Read from ``analysis.rules`` when the importer recorded them (a frame with a
+    ``row`` column holding the KernelFrame index label of the launch); the same
+    rule on several launches of a group is shown once, with the largest speedup.
+    """
+    rules = getattr(analysis, "rules", None)
+    count = len(groups.table) if limit is None else min(limit, len(groups.table))
+    empty: list[list[dict[str, Any]]] = [[] for _ in range(count)]
+    if rules is None or len(rules) == 0 or "row" not in rules.columns:
+        return empty
+    position_of = dict(zip(groups.table["group"], range(len(groups.table))))
+    group_of = groups.group_of
+    for record in rules.to_dict("records"):
+        row = record.get("row")
+        if row not in group_of.index:
+            continue
+        position = position_of[int(group_of.loc[row])]
+        if position >= count:
+            continue
+        bucket = empty[position]
+        speedup = _num(record.get("estimated_speedup"))
+        existing = next((r for r in bucket if r["rule"] == record.get("rule") and r["message"] == record.get("message")),
+                        None)
+        if existing is not None:
+            if speedup is not None and (existing["estimated_speedup"] or 0) < speedup:
+                existing["estimated_speedup"] = speedup
+            continue
+        bucket.append({"rule": str(record.get("rule", "")), "type": str(record.get("type", "")),
+                       "message": str(record.get("message", "")), "estimated_speedup": speedup})
+    for bucket in empty:
+        bucket.sort(key=lambda r: -(r["estimated_speedup"] or 0.0))
+    return empty
+
+
+def build_review(analysis: Any) -> Review:
+    """Groups, verdicts, Nsight's view and rules, advice and coverage for one analysis."""
+    recommended = _recommended_id(analysis)
+    estimate = None
+    if recommended:
+        estimate = analysis.runs[recommended].result["predicted_ns"]
+    groups = kernel_groups(analysis.kernels, estimate, recommended or "estimate")
+    verdicts = group_verdicts(analysis, groups, REVIEWED_GROUPS)
+    compute, memory, _ = speed_of_light(analysis)
+    advice = group_advice(analysis, groups, verdicts, compute, memory)
+    unpredicted = unpredicted_groups(analysis, groups, REVIEWED_GROUPS)
+    review = Review(groups, verdicts, advice, nsight_rule_rows(analysis, groups, REVIEWED_GROUPS), model_coverage(analysis),
+                    unpredicted, thin_warnings(analysis, groups, unpredicted), recommended)
+    return review
+
+
+def review_dict(review: Review) -> dict[str, Any]:
+    """The review as plain dicts and lists (the JSON report's ``review`` key)."""
+    return {
+        "time_source": review.groups.time_source,
+        "top_share": 0.8,
+        "vote_rule": f"a model votes on a kernel when within {WITHIN:g}x of its measured time; without one, "
+                     "weighted by the GPU profile's validated accuracy",
+        "recommended_estimate": review.recommended or None,
+        "groups_total": int(len(review.groups.table)),
+        "groups": review.group_rows(),  # the REVIEWED_GROUPS longest
+        "coverage": review.coverage,
+        "unpredicted": review.unpredicted,
+        "warnings": review.warnings,
+    }
+
+
+__all__ = ["Review", "build_review", "nsight_rule_rows", "review_dict"]

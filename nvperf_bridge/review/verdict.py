@@ -1,0 +1,237 @@
+"""A bottleneck verdict per kernel group that a reviewer can trust, beside Nsight's own view.
+
+Who votes
+    A model votes on a kernel only when it is accurate there. Where the kernel
+    has a measured time: its prediction is within ``WITHIN`` (2x) of it, over or
+    under. Where it has none: every model that predicted the kernel votes with
+    the weight of its validated accuracy on this GPU (the profile's
+    calibration record, ``calibration.models.<id>.error.cv_held_out``:
+    ``mean_accuracy``, min/max of predicted and measured averaged); a model the
+    profile records nothing for then weighs 1, and the basis says "unvalidated".
+    'unknown' never votes. Ties go to the vocabulary's order.
+
+Nsight's view
+    Nsight Compute's speed-of-light throughputs (``sol_sm_fraction`` for compute,
+    ``sol_memory_fraction`` for memory, both of peak). nvprof files have none;
+    there the memory side is DRAM bytes / time / the profile's bandwidth and the
+    compute side nvprof's ``issue_slot_utilization``, labelled "derived". The view
+    is "compute" or "memory" when one is at least ``SOL_BOUND`` (60%, ncu's own
+    SpeedOfLight rule threshold) and above the other, "latency" when both are
+    below it. The verdict and the view disagree when they name different sides
+    (memory-latency, parallelism and synchronization count as the latency side).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nvperf_bridge.model import BOTTLENECKS, column_or_nan
+
+WITHIN = 2.0  # a model votes on a kernel only when predicted/measured is within [1/WITHIN, WITHIN]
+SOL_BOUND = 0.60  # ncu SpeedOfLight rule: under 60% of peak on both sides is a latency problem
+
+# Which side of Nsight's speed-of-light view each bottleneck label is on.
+_SIDE = {"compute": "compute", "memory-bandwidth": "memory", "memory-latency": "latency",
+         "parallelism": "latency", "synchronization": "latency", "balanced": "", "unknown": ""}
+
+
+def validated_accuracy(gpu: Any, model_id: str) -> float | None:
+    """The model's held-out mean accuracy (0..1) recorded by calibration in the GPU profile, if any."""
+    raw = getattr(gpu, "raw", {}) or {}
+    record = ((raw.get("calibration") or {}).get("models") or {}).get(model_id) or {}
+    error = record.get("error") or {}
+    for key in ("cv_held_out", "after_in_sample"):
+        stats = error.get(key) or {}
+        value = stats.get("mean_accuracy")
+        if isinstance(value, (int, float)) and math.isfinite(value) and value > 0:
+            return float(value)
+    return None
+
+
+def vote_weights(analysis: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per kernel row and model: the weight of its vote (0 = does not vote) and predicted/measured.
+
+    A row with a measured time: weight 1 when the model is within 2x, else 0.
+    A row without: the model's validated accuracy on this GPU, else 1.
+    """
+    measured = analysis.measured_ns.where(analysis.measured_ns > 0)
+    weights: dict[str, pd.Series] = {}
+    ratios: dict[str, pd.Series] = {}
+    for mid, run in analysis.ok_runs().items():
+        result = run.result
+        predicted = pd.to_numeric(result["predicted_ns"], errors="coerce").astype("float64")
+        ok = predicted.notna() & (predicted > 0) & (result["error"] == "") & (result["bottleneck"] != "unknown")
+        ratio = predicted / measured
+        ratios[mid] = ratio
+        accurate = (ratio >= 1.0 / WITHIN) & (ratio <= WITHIN)
+        validated = validated_accuracy(analysis.gpu, mid)
+        unmeasured_weight = validated if validated is not None else 1.0
+        weight = pd.Series(np.where(measured.notna(), accurate.astype(float), unmeasured_weight), index=result.index)
+        weights[mid] = weight.where(ok, 0.0)
+    index = analysis.kernels.index
+    return pd.DataFrame(weights, index=index), pd.DataFrame(ratios, index=index)
+
+
+def weighted_consensus(labels: pd.DataFrame, weights: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """Per row: the label with the most vote weight, how many models voted for it, how many voted."""
+    index = labels.index
+    if labels.shape[1] == 0:
+        zero = pd.Series(0, index=index)
+        return pd.Series("unknown", index=index), zero, zero
+    voting = weights > 0
+    totals = pd.DataFrame({label: (weights.where(labels == label, 0.0)).sum(axis=1)
+                           for label in BOTTLENECKS if label != "unknown"}, index=index)
+    counts = pd.DataFrame({label: ((labels == label) & voting).sum(axis=1)
+                           for label in BOTTLENECKS if label != "unknown"}, index=index)
+    best = totals.idxmax(axis=1)
+    best[totals.max(axis=1) <= 0] = "unknown"
+    agree = pd.Series([counts.at[i, b] if b != "unknown" else 0 for i, b in zip(index, best)], index=index)
+    return best, agree.astype(int), voting.sum(axis=1).astype(int)
+
+
+def speed_of_light(analysis: Any) -> tuple[pd.Series, pd.Series, str]:
+    """Per row: compute and memory throughput as fractions of peak, and where they came from."""
+    kernels = analysis.kernels
+    compute = column_or_nan(kernels, "sol_sm_fraction")
+    memory = column_or_nan(kernels, "sol_memory_fraction")
+    if compute.notna().any() or memory.notna().any():
+        return compute, memory, "Nsight Compute speed of light"
+    duration = analysis.measured_ns.where(analysis.measured_ns > 0)
+    dram = column_or_nan(kernels, "dram_bytes")
+    dram = dram.fillna(column_or_nan(kernels, "dram_read_bytes") + column_or_nan(kernels, "dram_write_bytes"))
+    memory = dram / (duration * 1e-9) / analysis.gpu.memory_bandwidth_bytes_per_s
+    compute = column_or_nan(kernels, "issue_slot_utilization")
+    if compute.notna().any() or memory.notna().any():
+        return compute, memory, "derived from nvprof counters (DRAM bytes / time / peak; issue-slot utilization)"
+    return compute, memory, ""
+
+
+def nsight_side(compute: float, memory: float) -> str:
+    """'compute', 'memory', 'latency' or '' (nothing measured), from two fractions of peak."""
+    values = [v for v in (compute, memory) if v is not None and math.isfinite(v)]
+    if not values:
+        return ""
+    c = compute if compute is not None and math.isfinite(compute) else -1.0
+    m = memory if memory is not None and math.isfinite(memory) else -1.0
+    if max(c, m) < SOL_BOUND:
+        return "latency"
+    return "compute" if c > m else "memory"
+
+
+def _weighted_mean(values: pd.Series, weight: pd.Series) -> float:
+    ok = values.notna() & weight.notna()
+    if not ok.any():
+        return float("nan")
+    w = weight[ok]
+    if float(w.sum()) <= 0:
+        return float(values[ok].mean())
+    return float((values[ok] * w).sum() / w.sum())
+
+
+def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.DataFrame:
+    """One row per kernel group (``groups.table`` order, the first ``limit`` groups when given):
+    the verdict and what it rests on.
+
+    Columns: ``verdict``, ``agreeing``, ``voting``, ``basis`` (one sentence), ``accurate`` /
+    ``off`` (lists of (model id, predicted/measured) for the group), ``model_labels``
+    (model id -> label), ``sol_compute``, ``sol_memory``, ``sol_source``, ``nsight_view``,
+    ``disagree``.
+    """
+    weights, ratios = vote_weights(analysis)
+    runs = analysis.ok_runs()
+    labels = pd.DataFrame({mid: run.result["bottleneck"].astype(str) for mid, run in runs.items()},
+                          index=analysis.kernels.index)
+    predicted = pd.DataFrame({mid: pd.to_numeric(run.result["predicted_ns"], errors="coerce")
+                              for mid, run in runs.items()}, index=analysis.kernels.index)
+    launches = column_or_nan(analysis.kernels, "invocations").fillna(1.0).clip(lower=1.0)
+    measured = analysis.measured_ns.where(analysis.measured_ns > 0)
+    compute, memory, sol_source = speed_of_light(analysis)
+    row_time = (measured * launches).fillna(launches)
+    code = groups.group_of.to_numpy()
+    out = []
+    for group in groups.table["group"][:limit]:
+        rows = analysis.kernels.index[code == group]
+        tally: dict[str, float] = {}
+        count: dict[str, int] = {}
+        accurate, off, model_labels = [], [], {}
+        has_measured = bool(measured.loc[rows].notna().any())
+        for mid in runs:
+            w = weights.loc[rows, mid]
+            lab = labels.loc[rows, mid]
+            pred = predicted.loc[rows, mid]
+            both = pred.notna() & measured.loc[rows].notna()
+            if both.any():
+                ratio = float((pred[both] * launches.loc[rows][both]).sum()
+                              / (measured.loc[rows][both] * launches.loc[rows][both]).sum())
+                (accurate if 1.0 / WITHIN <= ratio <= WITHIN else off).append((mid, ratio))
+            if not pred.notna().any():
+                continue
+            # the model's label for the group: the one covering most of the group's time
+            by_label = row_time.loc[rows][pred.notna()].groupby(lab[pred.notna()]).sum()
+            model_labels[mid] = str(by_label.idxmax())
+            voted = (w > 0)
+            if not voted.any():
+                continue
+            vote = row_time.loc[rows][voted].groupby(lab[voted]).sum()
+            label = str(vote.idxmax())
+            tally[label] = tally.get(label, 0.0) + float(w[voted].mean())
+            count[label] = count.get(label, 0) + 1
+        order = {label: i for i, label in enumerate(BOTTLENECKS)}
+        if tally:
+            verdict = sorted(tally, key=lambda lab: (-tally[lab], order.get(lab, 99)))[0]
+        else:
+            verdict = "unknown"
+        voting = sum(count.values())
+        c = _weighted_mean(compute.loc[rows], row_time.loc[rows])
+        m = _weighted_mean(memory.loc[rows], row_time.loc[rows])
+        view = nsight_side(c, m)
+        side = _SIDE.get(verdict, "")
+        disagree = bool(view and side and view != side)
+        out.append({
+            "group": int(group), "verdict": verdict, "agreeing": count.get(verdict, 0), "voting": voting,
+            "basis": _basis(verdict, count.get(verdict, 0), voting, has_measured, accurate, off, model_labels,
+                            analysis),
+            "accurate": accurate, "off": off, "model_labels": model_labels,
+            "sol_compute": c, "sol_memory": m, "sol_source": sol_source if (math.isfinite(c) or math.isfinite(m))
+            else "", "nsight_view": view, "disagree": disagree,
+        })
+    return pd.DataFrame(out, columns=["group", "verdict", "agreeing", "voting", "basis", "accurate", "off",
+                                      "model_labels", "sol_compute", "sol_memory", "sol_source", "nsight_view",
+                                      "disagree"])
+
+
+def _basis(verdict: str, agreeing: int, voting: int, has_measured: bool, accurate: list, off: list,
+           model_labels: dict, analysis: Any) -> str:
+    """One sentence: which models the verdict rests on and which were left out and why."""
+    if not model_labels:
+        return "no model predicted this kernel"
+    if verdict == "unknown":
+        if has_measured and off:
+            worst = ", ".join(f"{mid} {_ratio_text(r)}" for mid, r in off)
+            return f"no model is within {WITHIN:g}x of the measured time ({worst})"
+        return "no model gave a bottleneck label"
+    parts = [f"{agreeing} of {voting} voting model{'s' if voting != 1 else ''}"]
+    if has_measured:
+        parts.append(f"within {WITHIN:g}x of the measured time")
+        if off:
+            parts.append("left out: " + ", ".join(f"{mid} {_ratio_text(r)}" for mid, r in off))
+    else:
+        validated = [mid for mid in model_labels if validated_accuracy(analysis.gpu, mid) is not None]
+        parts.append("no measured time: weighted by validated accuracy on this GPU" if validated
+                     else "no measured time and no validated accuracy on this GPU: unvalidated")
+    return "; ".join(parts)
+
+
+def _ratio_text(ratio: float) -> str:
+    """'3.4x over' / '2.5x under'."""
+    if not math.isfinite(ratio) or ratio <= 0:
+        return "(no ratio)"
+    return f"{ratio:.1f}x over" if ratio >= 1 else f"{1 / ratio:.1f}x under"
+
+
+__all__ = ["SOL_BOUND", "WITHIN", "group_verdicts", "nsight_side", "speed_of_light", "validated_accuracy",
+           "vote_weights", "weighted_consensus"]

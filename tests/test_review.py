@@ -1,0 +1,184 @@
+"""The review layer (issue 12 items 2-4) on real files: verdicts from accurate models only,
+Nsight's speed-of-light view beside them, advice with the kernel's own numbers, and loud thin answers."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from nvperf_bridge.analysis import analyze_files
+from nvperf_bridge.review.advice import load_rules, row_quantities
+from nvperf_bridge.review.build import build_review, review_dict
+from nvperf_bridge.review.verdict import WITHIN, nsight_side, speed_of_light, vote_weights
+
+LUD = ("magus/magus__metrics_rodinia_lud.csv", "magus/magus__traces_rodinia_lud.csv")
+SGEMM = ("magus/magus__metrics_parboil_sgemm.csv", "magus/magus__traces_parboil_sgemm.csv")
+V100_CFD = "optimal_unified_memory/optimal_unified_memory__cfd__nsight_cfd_097K.log"
+B200 = ("roofline-analysis/roofline-analysis__flashinfer_paged_decode__gqa_bf16_b64_ctx4k_p64.ncu.csv",
+        "roofline-analysis/roofline-analysis__torch_sdpa_flash__gqa_bf16_b64_ctx4k_p64.ncu.csv")
+TRACE = "nvprof-result/nvprof-result__cfd-setpreferredlocation__print-gpu-trace.csv"
+RTX5090 = "llm-perf-opt/llm-perf-opt__ncu-v2__kernel_0009_60b6526c428eef70c521b6a4c8ca71db__ncu.details.csv"
+
+
+def _analysis(realdata: Path, *names: str, **kwargs):
+    return analyze_files([realdata / n for n in names], **kwargs)
+
+
+@pytest.mark.parametrize("pair", [LUD, SGEMM])
+def test_only_models_within_2x_vote(realdata_dir: Path, pair: tuple[str, str]) -> None:
+    """The old consensus counted models off by 3x and more; now a model votes on a kernel only
+    when its prediction is within 2x of the measured time."""
+    analysis = _analysis(realdata_dir, *pair)
+    weights, ratios = vote_weights(analysis)
+    summary = analysis.summary()
+    for index in analysis.kernels.index:
+        within = [mid for mid in weights.columns
+                  if 1 / WITHIN <= ratios.at[index, mid] <= WITHIN
+                  and summary.at[index, f"{mid}.bottleneck"] != "unknown"]
+        assert summary.at[index, "models_voting"] == len(within)
+        off = [mid for mid in weights.columns if not 1 / WITHIN <= ratios.at[index, mid] <= WITHIN]
+        assert all(weights.at[index, mid] == 0 for mid in off)
+    review = build_review(analysis)
+    for row in review.group_rows():
+        assert all(1 / WITHIN <= m["ratio"] <= WITHIN for m in row["models_within"])
+        assert all(not 1 / WITHIN <= m["ratio"] <= WITHIN for m in row["models_off"])
+        for m in row["models_off"]:  # each one left out is named in the basis with how far off it is
+            assert re.search(rf"{m['model']} \d+(\.\d)?x (over|under)", row["basis"]), row["basis"]
+        if row["verdict"] != "unknown":
+            voters = {m["model"] for m in row["models_within"]}
+            assert row["model_labels"] and any(row["model_labels"][v] == row["verdict"] for v in voters)
+
+
+def test_nsight_speed_of_light_beside_the_verdict_v100(realdata_dir: Path) -> None:
+    """#15 (ncu 2019 default sections): SOL SM / Memory % per kernel; time_step reads memory-bound."""
+    analysis = _analysis(realdata_dir, V100_CFD)
+    rows = {r["kernel"]: r for r in build_review(analysis).group_rows()}
+    flux, step = rows["cuda_compute_flux"], rows["cuda_time_step"]
+    assert step["nsight"]["source"] == "Nsight Compute speed of light"
+    assert step["nsight"]["memory"] == pytest.approx(0.61, abs=0.02)
+    assert step["nsight"]["view"] == "memory"
+    assert flux["nsight"]["view"] == "latency"  # 23% SM, 35% memory: neither side near peak
+    assert "DRAM at 61% of peak" in " ".join(a["text"] for a in step["advice"])
+    occupancy = [a["text"] for a in flux["advice"] if a["rule"] == "low-occupancy"]
+    assert occupancy and "limited by 58 registers per thread" in occupancy[0]
+
+
+def test_nsight_side_and_disagreement_flag() -> None:
+    assert nsight_side(0.85, 0.30) == "compute"
+    assert nsight_side(0.20, 0.70) == "memory"
+    assert nsight_side(0.20, 0.30) == "latency"
+    assert nsight_side(float("nan"), float("nan")) == ""
+
+
+def test_verdict_disagreeing_with_the_counters_is_flagged(realdata_dir: Path) -> None:
+    """nvprof has no SOL: DRAM bytes / time / peak and issue-slot use stand in, labelled derived;
+    a compute verdict on a kernel at a few % of peak issue is flagged."""
+    analysis = _analysis(realdata_dir, *LUD)
+    _, _, source = speed_of_light(analysis)
+    assert source.startswith("derived from nvprof counters")
+    for row in build_review(analysis).group_rows():
+        side = {"compute": "compute", "memory-bandwidth": "memory"}.get(row["verdict"], "")
+        expected = bool(side and row["nsight"]["view"] and side != row["nsight"]["view"])
+        assert row["nsight"]["disagrees_with_verdict"] is expected
+
+
+def test_advice_cites_the_kernels_numbers(realdata_dir: Path) -> None:
+    analysis = _analysis(realdata_dir, *LUD)
+    compute, memory, _ = speed_of_light(analysis)
+    quantities = row_quantities(analysis, compute, memory)
+    internal = analysis.kernels.index[analysis.kernels["kernel"] == "lud_internal"][0]
+    assert quantities.at[internal, "load_sectors_per_request"] == pytest.approx(8.0, rel=0.01)
+    review = build_review(analysis)
+    for row in review.group_rows():
+        assert 1 <= len(row["advice"]) <= 3
+        for item in row["advice"]:
+            assert re.search(r"\d", item["text"]), item["text"]  # the kernel's own numbers
+            assert item["reads"], "every rule names the counters it reads"
+    diagonal = next(r for r in review.group_rows() if r["kernel"] == "lud_diagonal")
+    assert any(a["rule"] == "small-grid" and "1 blocks for 28 SMs" in a["text"] for a in diagonal["advice"])
+
+
+def test_rules_table_names_counters_and_thresholds() -> None:
+    rules = load_rules()
+    assert len(rules) >= 8
+    assert len({r.id for r in rules}) == len(rules)
+    for rule in rules:
+        assert rule.op in ("<", "<=", ">", ">=") and rule.reads and rule.action and "{" in rule.message
+
+
+@pytest.mark.parametrize("name", B200)
+def test_b200_default_sections_are_loud_with_the_command(realdata_dir: Path, name: str) -> None:
+    """ncu default-ish raw page on a B200: no model can predict; the report says what is missing,
+    per model, and prints the ncu command that collects it; never 'Warnings: None'."""
+    from nvperf_bridge.reports.markdown import render_markdown
+
+    analysis = _analysis(realdata_dir, name)
+    review = build_review(analysis)
+    assert len(review.unpredicted) == len(review.groups.table)
+    for item in review.unpredicted:
+        assert item["missing"] and all(item["missing"].values())
+        assert item["command"].startswith("ncu --section SpeedOfLight --section Occupancy --metrics ")
+        assert "smsp__inst_executed.sum" in item["command"] and "dram__bytes.sum" in item["command"]
+    for line in review.coverage:
+        assert line["predicted"] + line["not_predicted"] == len(analysis.kernels)
+        if line["predicted"] == 0:
+            assert line["reason"]
+    groups = len(review.groups.table)
+    assert review.warnings and review.warnings[0].startswith(f"no model predicted {groups} of {groups} kernel group")
+    assert "(100% of the GPU time)" in review.warnings[0]
+    text = render_markdown(analysis)
+    assert "## Warnings\n\nNone." not in text
+    assert text.index("## Where the time goes") < text.index("## Summary")
+    assert review.unpredicted[0]["command"] in text
+
+
+def test_nvprof_trace_gets_an_nvprof_command(realdata_dir: Path) -> None:
+    review = build_review(_analysis(realdata_dir, TRACE))
+    commands = {u["command"] for u in review.unpredicted}
+    assert len(commands) == 1
+    command = commands.pop()
+    assert command.startswith("nvprof --metrics inst_executed,")
+    assert "dram_read_transactions" in command and "ncu" not in command
+
+
+def test_json_review_leads_with_groups_of_the_14k_trace(realdata_dir: Path) -> None:
+    from nvperf_bridge.reports.json_report import render_json
+
+    analysis = _analysis(realdata_dir, TRACE)
+    document = json.loads(render_json(analysis))
+    review = document["review"]
+    assert list(document).index("review") < list(document).index("kernels")
+    assert review["groups_total"] == 4
+    assert [g["kernel"] for g in review["groups"][:2]] == ["cuda_compute_flux", "cuda_time_step"]
+    assert [g["top"] for g in review["groups"]] == [True, True, False, False]
+    assert sum(g["launches"] for g in review["groups"]) == 14003
+    assert review["groups"][0]["unpredicted"]["command"].startswith("nvprof --metrics")
+    assert review == json.loads(json.dumps(review_dict(build_review(analysis))))
+
+
+def test_rtx5090_top_group_has_verdict_view_and_advice(realdata_dir: Path) -> None:
+    analysis = _analysis(realdata_dir, RTX5090, gpu="rtx-5090")
+    row = build_review(analysis).group_rows()[0]
+    assert row["top"] and row["share"] == pytest.approx(1.0)
+    assert row["nsight"]["view"] == "latency"
+    assert row["basis"]
+    assert any("achieved occupancy" in a["text"] and "limited by registers" in a["text"] for a in row["advice"])
+
+
+def test_unmeasured_kernels_vote_with_validated_accuracy(realdata_dir: Path) -> None:
+    """Metrics without a trace on the calibrated GTX 1080 Ti profile: no measured time, so each model
+    votes with its held-out accuracy from the profile's calibration record."""
+    from nvperf_bridge.review.verdict import validated_accuracy
+
+    analysis = _analysis(realdata_dir, LUD[0], gpu="gtx-1080-ti-calibrated")
+    weights, _ = vote_weights(analysis)
+    for mid in weights.columns:
+        accuracy = validated_accuracy(analysis.gpu, mid)
+        voted = weights[mid][weights[mid] > 0]
+        if accuracy is not None:
+            assert (voted == accuracy).all()
+    basis = {r["basis"] for r in build_review(analysis).group_rows()}
+    assert any("weighted by validated accuracy" in b for b in basis), basis
