@@ -12,6 +12,7 @@ This module is the library entry point behind ``nvperf-bridge analyze``::
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +65,8 @@ class Analysis:
     warnings: list[str]
     tool_version: str = __version__
     created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    gpus: dict[str, GpuProfile] = field(default_factory=dict)  # device -> its profile (several GPUs in one run)
+    rules: Any = None  # Nsight Compute's rule results, when the importer recorded them
 
     @property
     def measured_ns(self) -> pd.Series:
@@ -107,28 +110,80 @@ class Analysis:
 
 
 def choose_gpu(kernels: pd.DataFrame, gpu: str | None, profile_dirs: Iterable[Path] = ()) -> tuple[GpuProfile, str]:
-    """``--gpu`` when given, else the profile matching the device name in the data."""
+    """``--gpu`` when given, else the profile matching the device name in the data (for a run of
+    several devices, the first device's: ``choose_gpus`` gives one per device)."""
+    chosen = choose_gpus(kernels, gpu, profile_dirs)
+    return chosen[0][1], chosen[0][2]
+
+
+def device_labels(kernels: pd.DataFrame) -> pd.Series:
+    """The device of each row as text ('' where the file names none)."""
+    if "device" not in kernels.columns:
+        return pd.Series("", index=kernels.index, dtype="object")
+    return kernels["device"].astype("object").where(kernels["device"].notna(), "").astype(str).str.strip()
+
+
+def choose_gpus(kernels: pd.DataFrame, gpu: str | None,
+                profile_dirs: Iterable[Path] = ()) -> list[tuple[str, GpuProfile, str]]:
+    """(device, profile, how it was chosen) per device in the data, first device first.
+
+    ``--gpu`` applies to every device. Otherwise each device name is matched on its
+    own, so files from two GPUs in one run each get their own profile; a device
+    no profile names gets its architecture's stand-in (datasheet.fallback_profile),
+    from its rows' compute capability or its name.
+    """
     dirs = tuple(profile_dirs)
+    devices = [d for d in dict.fromkeys(device_labels(kernels)) if d]
     if gpu:
-        return resolve_profile(gpu, dirs), f"--gpu {gpu}"
+        profile = resolve_profile(gpu, dirs)
+        return [(device, profile, f"--gpu {gpu}") for device in devices] or [("", profile, f"--gpu {gpu}")]
     profiles = load_profiles(dirs)
-    devices = []
-    if "device" in kernels.columns:
-        devices = [str(d) for d in kernels["device"].dropna().unique() if str(d).strip()]
+    chosen: list[tuple[str, GpuProfile, str]] = []
+    unmatched: list[str] = []
     for device in devices:
         found = match_device(device, profiles)
         if found is not None:
-            return found, f"matched device name {device!r}"
-    # no profile names the device: its architecture's stand-in (from the data's compute capability or the name)
-    ccs = [str(c) for c in kernels["cc"].dropna().unique()] if "cc" in kernels.columns else []
-    fallback = fallback_profile([d for d in devices if not d.isdigit()], ccs, profiles)
-    if fallback is not None:
-        return fallback, f"architecture fallback ({fallback.id}) for {', '.join(repr(d) for d in devices[:3])}"
-    named = ", ".join(repr(d) for d in devices[:3]) or "no device name"
-    raise UsageError(
-        f"cannot tell which GPU profile to use: the data has {named} and no compute capability",
-        hint="pass --gpu ID (see 'nvperf-bridge gpus') or --gpu path/to/profile.yaml",
-    )
+            chosen.append((device, found, f"matched device name {device!r}"))
+            continue
+        # no profile names the device: its architecture's stand-in (from its rows' compute capability or the name)
+        rows = kernels[device_labels(kernels) == device]
+        ccs = [str(c) for c in rows["cc"].dropna().unique()] if "cc" in rows.columns else []
+        fallback = fallback_profile([] if device.isdigit() else [device], ccs, profiles)
+        if fallback is not None:
+            chosen.append((device, fallback, f"architecture fallback ({fallback.id}) for {device!r}"))
+        else:
+            unmatched.append(device)
+    if unmatched or not chosen:
+        named = ", ".join(repr(d) for d in (unmatched or devices)[:3]) or "no device name"
+        raise UsageError(
+            f"cannot tell which GPU profile to use: the data has {named} and no compute capability",
+            hint="pass --gpu ID (see 'nvperf-bridge gpus') or --gpu path/to/profile.yaml",
+        )
+    return chosen
+
+
+def compute_capability_warnings(kernels: pd.DataFrame, chosen: list[tuple[str, GpuProfile, str]]) -> list[str]:
+    """A profile whose compute capability differs from the one the file reports for its device."""
+    if "cc" not in kernels.columns:
+        return []
+    labels = device_labels(kernels)
+    warnings = []
+    for device, profile, _ in chosen:
+        rows = kernels["cc"][labels == device] if device else kernels["cc"]
+        found = sorted({str(c).strip() for c in rows.dropna().unique() if str(c).strip()})
+        mismatched = [cc for cc in found if _cc_number(cc) != _cc_number(str(profile.compute_capability))]
+        if mismatched:
+            warnings.append(f"GPU profile {profile.id} has compute capability {profile.compute_capability}, but the "
+                            f"file reports {', '.join(mismatched)} for device {device or '(unnamed)'!r}: its "
+                            f"limits and constants may not fit; pass --gpu with the right profile")
+    return warnings
+
+
+def _cc_number(text: str) -> float | None:
+    try:
+        return round(float(text), 1)
+    except ValueError:
+        return None
 
 
 def _evaluate(loaded: Any, kernels: pd.DataFrame, gpu: GpuProfile, options: dict[str, Any],
@@ -238,18 +293,84 @@ def analyze(
     registry: Registry | None = None,
     timeout_s: float | None = None,
     isolate: bool = True,
+    constants: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Analysis:
     """Run the models over already imported kernels (``timeout_s``: limit per model; ``isolate``:
-    plugins that are not built in run in a worker process, see ``run_models``)."""
-    profile, choice = choose_gpu(imported.kernels, gpu, profile_dirs)
+    plugins that are not built in run in a worker process, see ``run_models``).
+
+    ``constants`` ({model: {name: value}}) override the profile's machine constants for
+    this run (status 'overridden'); an option a model never reads is a usage error with a
+    did-you-mean (``nvperf_bridge.run_options``)."""
+    from nvperf_bridge.run_options import check_options_read, override_constants, watch_options
+
+    kernels = imported.kernels
+    chosen = choose_gpus(kernels, gpu, profile_dirs)
     registry = registry or load_registry(plugin_files)
-    runs, warnings = run_models(imported.kernels, profile, registry, model_ids, options, timeout_s, isolate)
-    if profile.fallback_note:
-        warnings.insert(0, profile.fallback_note)
+    watched, watches = watch_options(registry, options or {})
+    profiles = {profile.id: override_constants(profile, registry, constants or {}) for _, profile, _ in chosen}
+    if len(profiles) == 1:
+        profile = next(iter(profiles.values()))
+        choice = "; ".join(dict.fromkeys(how for _, _, how in chosen))
+        runs, warnings = run_models(kernels, profile, watched, model_ids, options, timeout_s, isolate)
+    else:
+        # one profile per device: each device's rows run on its own profile, results joined by row
+        labels = device_labels(kernels)
+        parts = []
+        for profile_id, profile in profiles.items():
+            devices = [d for d, p, _ in chosen if p.id == profile_id]
+            parts.append((profile, kernels[labels.isin(devices)]))
+        parts.sort(key=lambda part: -len(part[1]))  # the device with most rows is the run's main profile
+        profile = parts[0][0]
+        choice = "; ".join(f"{p.id} for {', '.join(repr(d) for d, q, _ in chosen if q.id == p.id)}"
+                           for p, _ in parts)
+        runs, warnings = _run_per_device(parts, kernels.index, watched, model_ids, options, timeout_s, isolate)
+    check_options_read(watches, runs, options or {})
+    notes = list(dict.fromkeys(p.fallback_note for p in profiles.values() if p.fallback_note))
+    warnings = [*notes, *compute_capability_warnings(kernels, chosen), *warnings]
     for mid, run in runs.items():
         requires = getattr(registry.models[mid].model, "requires", None) if mid in registry.models else None
         run.requires = tuple(getattr(requires, "required", ()) or ())
-    return Analysis(imported.kernels, profile, choice, runs, imported.inputs, [*imported.warnings, *warnings])
+    analysis = Analysis(kernels, profile, choice, runs, imported.inputs, [*imported.warnings, *warnings])
+    analysis.gpus = {device: profiles[p.id] for device, p, _ in chosen}
+    analysis.rules = getattr(imported, "rules", None)
+    return analysis
+
+
+def _run_per_device(parts: list[tuple[GpuProfile, pd.DataFrame]], index: pd.Index, registry: Registry,
+                    model_ids: list[str] | None, options: Mapping[str, Mapping[str, Any]] | None,
+                    timeout_s: float | None, isolate: bool = True) -> tuple[dict[str, ModelRun], list[str]]:
+    """Each device's rows through the models on its own profile; one ModelRun per model over all rows.
+
+    A model that failed as a whole on one device's rows gives those rows its failure as their reason;
+    its constants are the main (first) profile's, and a warning names each device's profile."""
+    from nvperf_bridge.model import empty_result
+
+    per_part = []
+    warnings: list[str] = []
+    for profile, rows in parts:
+        runs, part_warnings = run_models(rows, profile, registry, model_ids, options, timeout_s, isolate)
+        per_part.append((profile, rows, runs))
+        warnings.extend(f"{profile.id}: {w}" for w in part_warnings)
+    merged: dict[str, ModelRun] = {}
+    for mid, first in per_part[0][2].items():
+        results = []
+        for profile, rows, runs in per_part:
+            run = runs[mid]
+            if run.result is not None:
+                results.append(run.result)
+            else:
+                empty = empty_result(rows)
+                empty["error"] = f"failed on {profile.id}: {run.failure}"
+                results.append(empty)
+        ok = [runs[mid] for _, _, runs in per_part if runs[mid].result is not None]
+        base = ok[0] if ok else first
+        combined = pd.concat(results).reindex(index) if ok else None
+        merged[mid] = dataclasses.replace(base, result=combined,
+                                          failure="" if ok else "; ".join(r[mid].failure for _, _, r in per_part))
+    warnings.append("several GPUs in one run: " + "; ".join(
+        f"{len(rows):,} kernel rows on profile {profile.id}" for profile, rows, _ in per_part)
+        + "; each model's constants are shown for the first")
+    return merged, warnings
 
 
 def analyze_files(paths: list[str | Path], **kwargs: Any) -> Analysis:
@@ -268,4 +389,5 @@ def ape_frame(analysis: Analysis) -> pd.DataFrame:
     )
 
 
-__all__ = ["Analysis", "ModelRun", "ModelError", "analyze", "analyze_files", "choose_gpu", "run_models", "ape_frame"]
+__all__ = ["Analysis", "ModelRun", "ModelError", "analyze", "analyze_files", "choose_gpu", "choose_gpus", "run_models",
+           "ape_frame", "compute_capability_warnings"]

@@ -36,14 +36,16 @@ def _column(ws, title: str, header_row: int = 1) -> int:
 
 
 def test_sheet_names_and_order(wb) -> None:
-    assert wb.sheetnames == ["Summary", "Accuracy", "Charts", "Figures", "alpha", "beta", "gamma", "Inputs", "GPU",
-                             "Notes"]
+    assert wb.sheetnames == ["Kernel groups", "Summary", "Accuracy", "Charts", "Figures", "alpha", "beta", "gamma",
+                             "Inputs", "GPU", "Notes"]
 
 
 def test_summary_values_units_and_order(wb) -> None:
     ws = wb["Summary"]
     header = _header(ws, 1)
-    assert header[:4] == ["#", "Kernel ID", "Kernel", "Measured (µs)"]
+    # the review's answer right after the kernel: its group, the group's share, verdict and first action
+    assert header[:8] == ["#", "Kernel ID", "Kernel", "Group", "Group share of GPU time", "Verdict", "First action",
+                          "Measured (µs)"]
     assert "Invocations" not in header, "a column of ones says nothing"
     assert header[-1] == "Full kernel name"
     assert {"alpha predicted (µs)", "alpha error", "beta error", "alpha bottleneck", "Consensus bottleneck",
@@ -55,6 +57,8 @@ def test_summary_values_units_and_order(wb) -> None:
     assert first["alpha error"] == pytest.approx(0.2)
     assert first["beta error"] == pytest.approx(-0.5)
     assert first["Consensus bottleneck"] == "memory-bandwidth"
+    assert first["Group"] == "G1" and first["Verdict"] == "memory-bandwidth"
+    assert first["Group share of GPU time"] == pytest.approx(2500.0 / (2500 + 45 + 12 + 3.1 + 0.8 + 0.15))
     assert first["Kernel"] == "cutlass::Kernel" and first["Full kernel name"] == LONG_NAME
     assert ws.max_row == 1 + 7
 
@@ -72,6 +76,8 @@ def test_summary_finish(wb) -> None:
     assert any(error_col in ref and "expression" in types for ref, types in rules.items()), rules
     label_col = ws.cell(1, _column(ws, "Consensus bottleneck")).column_letter
     assert any(label_col in ref and "cellIs" in types for ref, types in rules.items()), rules
+    verdict_col = ws.cell(1, _column(ws, "Verdict")).column_letter
+    assert any(verdict_col in ref and "cellIs" in types for ref, types in rules.items()), rules
     assert ws.cell(1, 4).comment is not None, "headers explain themselves"
 
 

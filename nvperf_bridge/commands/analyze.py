@@ -33,6 +33,9 @@ def analyze_command(
                                                    help="JSON a model needs, e.g. kerr=kerr.json (from 'fit')."),
     option: Optional[List[str]] = typer.Option(None, "--option", metavar="MODEL.KEY=VALUE",
                                                help="A model option, e.g. transit.precision=dp (JSON values)."),
+    constant: Optional[List[str]] = typer.Option(None, "--constant", metavar="MODEL.NAME=VALUE",
+                                                 help="Override a machine constant for this run, e.g. "
+                                                      "hong-kim.Mem_LD=420 (reports show it as overridden)."),
     profile_dir: Optional[List[Path]] = typer.Option(None, "--profile-dir",
                                                      help="Also look for GPU profiles (YAML) in this folder."),
     model_timeout: Optional[float] = typer.Option(None, "--model-timeout", metavar="SECONDS", min=0.001,
@@ -73,7 +76,8 @@ def analyze_command(
         analysis = build_analysis(files, gpu=gpu, model_ids=list(model or []), plugin_files=list(plugin or []),
                                   model_data=list(model_data or []), option=list(option or []),
                                   profile_dirs=list(profile_dir or []), progress=progress,
-                                  timeout_s=model_timeout, isolate=not no_isolation, keep_raw=keep_raw)
+                                  timeout_s=model_timeout, isolate=not no_isolation, keep_raw=keep_raw,
+                                  constant=list(constant or []))
         outputs = report_outputs(analysis, report_format, output, progress.step)
         progress.step("writing")
         if output is None:
@@ -102,15 +106,20 @@ def build_analysis(
     timeout_s: float | None = None,
     isolate: bool = True,
     keep_raw: bool = True,
+    constant: list[str] | None = None,
 ) -> Any:
     """Import ``files`` and run the models: the part ``analyze`` and ``plot`` share (``timeout_s``: per model;
-    ``keep_raw`` False parses only the ncu raw columns in use: the alias table's and those the models name)."""
+    ``keep_raw`` False parses only the ncu raw columns in use: the alias table's, those the models name and
+    those the review reads; ``constant``: MODEL.NAME=VALUE overrides for this run)."""
     from nvperf_bridge.analysis import analyze
     from nvperf_bridge.discovery import read_inputs
     from nvperf_bridge.registry import load_registry
+    from nvperf_bridge.review.advice import REVIEW_COLUMNS
+    from nvperf_bridge.run_options import parse_constants
 
     step = progress.step if progress is not None else (lambda _label: None)
     options = parse_options(option)
+    constants = parse_constants(list(constant or []))
     for model_id, data in read_model_data(model_data).items():
         options.setdefault(model_id, {})["model_data"] = data
     step(f"reading {len(files)} input{'s' if len(files) != 1 else ''}")
@@ -119,16 +128,17 @@ def build_analysis(
     registry = load_registry(plugin_files)
     raw_columns = None if keep_raw else frozenset(
         name for entry in registry.models.values()
-        for name in (*entry.model.requires.required, *entry.model.requires.optional))
+        for name in (*entry.model.requires.required, *entry.model.requires.optional)) | REVIEW_COLUMNS
     imported = read_inputs(list(files), on_file=None if note is None else
                            (lambda done, total, path: note(f"read {done}/{total} files ({path.name})")),
                            raw_columns=raw_columns)
     check_named_models_loaded(registry, model_ids)
+    check_model_ids(registry, model_ids)
     check_option_models(options, registry, model_ids)
     count = len(model_ids) if model_ids else len(registry.models)
     step(f"running {count} model{'s' if count != 1 else ''} on {len(imported.kernels):,} kernels")
     return analyze(imported, gpu=gpu, model_ids=model_ids or None, options=options, registry=registry,
-                   profile_dirs=profile_dirs, timeout_s=timeout_s, isolate=isolate)
+                   profile_dirs=profile_dirs, timeout_s=timeout_s, isolate=isolate, constants=constants)
 
 
 def parse_options(items: list[str]) -> dict[str, dict[str, Any]]:
@@ -193,13 +203,26 @@ def check_named_models_loaded(registry: Any, model_ids: list[str]) -> None:
                          hint="check the id, or fix or remove the failing plugin")
 
 
+def check_model_ids(registry: Any, model_ids: list[str]) -> None:
+    """A --model id that is not installed (no plugin failed) is a usage error with a did-you-mean."""
+    from nvperf_bridge.errors import UsageError
+    from nvperf_bridge.run_options import did_you_mean
+
+    for model_id in model_ids:
+        if model_id not in registry.models:
+            raise UsageError(f"unknown model {model_id!r}{did_you_mean(model_id, set(registry.models))}",
+                             hint=f"installed: {', '.join(sorted(registry.models))}")
+
+
 def check_option_models(options: dict[str, dict[str, Any]], registry: Any, model_ids: list[str]) -> None:
     """An option or model data for a model that is not installed is a usage error, not a silent no-op."""
     from nvperf_bridge.errors import UsageError
+    from nvperf_bridge.run_options import did_you_mean
 
     for model_id in options:
         if model_id not in registry.models:
-            raise UsageError(f"--option / --model-data name model {model_id!r}, which is not installed",
+            raise UsageError(f"--option / --model-data name model {model_id!r}, which is not installed"
+                             f"{did_you_mean(model_id, set(registry.models))}",
                              hint="run 'nvperf-bridge models' to list the installed ones")
 
 

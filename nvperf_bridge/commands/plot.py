@@ -2,6 +2,7 @@
 
     nvperf-bridge plot transit FILE... --kernel NAME -o transit.png [--gpu ID]
     nvperf-bridge plot accuracy FILE... -o accuracy.png
+    nvperf-bridge plot roofline FILE... -o roofline.png
 
 ``transit`` draws the Transit figure (Li et al., HPDC'15, Fig. 6) of one
 kernel from the transit model's own curves; ``accuracy`` draws measured vs
@@ -16,11 +17,11 @@ from typing import Any, List, Optional
 import typer
 
 FIGURE_SUFFIXES = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
-KINDS = ("transit", "accuracy")
+KINDS = ("transit", "accuracy", "roofline")
 
 
 def plot_command(
-    kind: str = typer.Argument(..., help="Which figure: transit or accuracy.", show_default=False),
+    kind: str = typer.Argument(..., help="Which figure: transit, accuracy or roofline.", show_default=False),
     files: List[Path] = typer.Argument(..., help="Profiler outputs (ncu or nvprof CSV).", show_default=False),
     output: Path = typer.Option(..., "--output", "-o", help="Figure file: .png, .svg or .pdf."),
     kernel: Optional[str] = typer.Option(None, "--kernel", "-k",
@@ -67,6 +68,8 @@ def plot_command(
                 raise _transit_failure(analysis, index)
             fig = transit_figure([curves], columns=1, panel_size=(7.0, 5.0),
                                  suptitle=f"Transit figure (Li et al., HPDC'15, Fig. 6) - {analysis.gpu.name}")
+        elif what == "roofline":
+            fig = _roofline(analysis)
         else:
             if not analysis.measured_ns.notna().any():
                 raise UsageError("the input has no measured kernel times, so there is nothing to compare",
@@ -77,6 +80,25 @@ def plot_command(
         progress.done()
     if not quiet:
         print_warnings(analysis.warnings)
+
+
+def _roofline(analysis: Any) -> Any:
+    """The roofline of the kernel groups; an error naming what is missing when none can be placed."""
+    from nvperf_bridge.errors import UsageError
+    from nvperf_bridge.reports.figures import roofline_figure
+    from nvperf_bridge.review.groups import kernel_groups
+    from nvperf_bridge.review.roofline import roofline_points, roofs
+
+    points = roofline_points(analysis, kernel_groups(analysis.kernels), limit=30)
+    if not (points["why_not"] == "").any():
+        why = points["why_not"].iloc[0] if len(points) else "no kernels"
+        raise UsageError(f"no kernel group can be placed on the roofline: {why}",
+                         hint="collect FLOPs and DRAM bytes: ncu --metrics dram__bytes.sum,"
+                              "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,"
+                              "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum,"
+                              "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum "
+                              "(nvprof: --metrics flop_count_sp,dram_read_transactions,dram_write_transactions)")
+    return roofline_figure(points, roofs(analysis.gpu), analysis.gpu.name)
 
 
 def pick_kernel(analysis: Any, wanted: str, *, quiet: bool = False) -> Any:

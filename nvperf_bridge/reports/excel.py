@@ -2,7 +2,14 @@
 
 Sheets, in order:
 
-- **Summary**: one row per kernel, longest first: measured time, each model's
+- **Kernel groups**: the review (``nvperf_bridge.review``): one row per kernel
+  group (kernel + launch shape), longest first, with its share of GPU time,
+  verdict and 1-3 actions right after the kernel, then launches and times,
+  Nsight's speed-of-light view (flagged where it disagrees), what the verdict
+  rests on, Nsight's rules and, for unpredicted groups, the command that
+  collects the missing counters.
+- **Summary**: one row per kernel, longest first: its group, the group's share,
+  verdict and first action, then measured time, each model's
   prediction and signed error, each model's bottleneck, the consensus
   bottleneck and how many models agree; the full kernel name in the last column.
 - **Accuracy**: per model n, MAPE, median APE, geometric-mean absolute error
@@ -23,7 +30,8 @@ Sheets, in order:
 
 Finish: frozen header rows (and name columns), autofilter, sized columns,
 per-column time units (ns, µs, ms, s) named in the header, percentages as %,
-conditional fills for |error| bands and bottleneck labels, landscape printing
+conditional fills for error bands (on |ln(predicted / measured)|, so 2x over and 2x under
+look the same) and bottleneck labels; number columns as wide as their widest formatted value, landscape printing
 one page wide. Text that a spreadsheet could take for a formula (starting
 with ``= + - @``, tab or CR, or an error literal like ``#N/A``) is stored as
 text with a quote prefix, never as a formula.
@@ -40,6 +48,7 @@ the Summary and the JSON and CSV reports count every kernel); above
 from __future__ import annotations
 
 import io
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -50,6 +59,7 @@ import pandas as pd
 from nvperf_bridge.analysis import Analysis, ModelRun
 from nvperf_bridge.columns import CANONICAL_COLUMNS, IDENTITY_COLUMNS
 from nvperf_bridge.model import BOTTLENECKS
+from nvperf_bridge.review.build import Review, build_review
 from nvperf_bridge.reports.xlsx_rows import Quoted, RawBlock, RawColumn, inject_rows
 from nvperf_bridge.reports.common import (
     BOTTLENECK_COLORS,
@@ -82,9 +92,9 @@ SERIES_COLORS = ("1F77B4", "D62728", "2CA02C", "9467BD", "FF7F0E", "8C564B", "E3
 HEADER_FONT_COLOR = "FFFFFF"
 RAW_HEADER_FILL = "595959"
 NOTE_COLOR = "404040"
-STATUS_FILLS = {"default": "FCE4D6", "calibrated": "E2EFDA", "measured": "DDEBF7", "paper": "F2F2F2",
+STATUS_FILLS = {"overridden": "FFD966", "default": "FCE4D6", "calibrated": "E2EFDA", "measured": "DDEBF7", "paper": "F2F2F2",
                 "datasheet": "F2F2F2"}
-ERROR_FILLS = ("C6EFCE", "FFEB9C", "F8CBAD", "FF9B9B")  # |error| <= 10 %, <= 30 %, <= 100 %, > 100 %
+ERROR_FILLS = ("C6EFCE", "FFEB9C", "F8CBAD", "FF9B9B")  # within 1.1x, 1.3x, 2x, beyond (over or under)
 
 # Text a spreadsheet would evaluate or treat specially if typed in.
 _FORMULA_START = FORMULA_START  # shared with the CSV and Markdown reports (reports.common)
@@ -201,6 +211,24 @@ def number_format_for(values: pd.Series) -> str:
     return "0.00E+00"
 
 
+def number_width(header: str, values: Sequence[Any], number_format: str, floor: float = 8.0) -> float:
+    """A column width that shows every number in ``number_format`` (never '###'): the widest
+    formatted value (thousands separators, decimals, sign, %), or the header's longest word."""
+    finite = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    word = max((len(w) for w in header.split()), default=4)
+    if not finite:
+        return float(max(floor, word + 2))
+    biggest = max(finite, key=abs)
+    decimals = number_format.split(";")[0].split(".")[1].count("0") if "." in number_format else 0
+    if "E+" in number_format:
+        text = f"{biggest:.{decimals}E}"
+    elif number_format.rstrip(";").split(";")[0].endswith("%"):
+        text = f"{biggest * 100:+,.{decimals}f}%"
+    else:
+        text = f"{biggest:,.{decimals}f}" if "," in number_format else f"{biggest:.{decimals}f}"
+    return float(max(floor, word + 2, len(text) + 3))
+
+
 def _text_width(header: str, values: list[Any], cap: float = 60.0, floor: float = 8.0) -> float:
     sample = [len(str(v)) for v in values[:2000] if v is not None]
     longest = max(sample) if sample else 0
@@ -231,7 +259,9 @@ def _id_column(kernels: pd.DataFrame) -> Column:
 
 def _time_column(header: str, values_ns: pd.Series, comment: str = "") -> Column:
     unit = time_unit(values_ns)
-    return Column(f"{header} ({unit.label})", number_values(values_ns, unit.ns), "number", "#,##0.00", 13.0,
+    numbers = number_values(values_ns, unit.ns)
+    title = f"{header} ({unit.label})"
+    return Column(title, numbers, "number", "#,##0.00", max(13.0, number_width(title, numbers, "#,##0.00")),
                   comment or f"times in {unit.label} (1 {unit.label} = {unit.ns:g} ns)")
 
 
@@ -430,7 +460,9 @@ def _ranges(positions: Sequence[int], first: int, last: int) -> str:
 
 
 def _error_formatting(ws: Any, positions: Sequence[int], first: int, last: int) -> None:
-    """Fill by |error| band: <= 10 % green, <= 30 % amber, <= 100 % orange, above red."""
+    """Fill by how many times off the prediction is, over or under alike: the band of
+    |ln(predicted / measured)| = |ln(1 + error)|, with the bands' limits as factors (within
+    1.1x green, 1.3x amber, 2x orange, beyond red). +100% and -50% are both 2x off and look the same."""
     from openpyxl.formatting.rule import FormulaRule
     from openpyxl.styles import PatternFill
     from openpyxl.utils import get_column_letter
@@ -438,12 +470,13 @@ def _error_formatting(ws: Any, positions: Sequence[int], first: int, last: int) 
     for position in positions:
         cell = f"{get_column_letter(position + 1)}{first}"
         area = _ranges([position], first, last)
-        low = 0.0
         for limit, color in zip((*ERROR_BANDS, None), ERROR_FILLS):
-            test = f"ABS({cell})>{low}" if limit is None else f"ABS({cell})<={limit}"
+            if limit is None:  # beyond the last band, or a prediction of zero (infinitely far off)
+                test = "TRUE"
+            else:
+                test = f"AND(1+{cell}>0,ABS(LN(MAX(1+{cell},1E-300)))<={math.log(1.0 + limit):.6f})"
             ws.conditional_formatting.add(area, FormulaRule(
                 formula=[f"AND(ISNUMBER({cell}),{test})"], fill=PatternFill("solid", bgColor=color), stopIfTrue=True))
-            low = limit if limit is not None else low
 
 
 def _banding(ws: Any, area: str) -> None:
@@ -485,7 +518,7 @@ def _status_formatting(ws: Any, positions: Sequence[int], first: int, last: int)
 
 def _sheet_names(analysis: Analysis) -> dict[str, str]:
     """Model id -> a unique, valid sheet name (31 characters, case-insensitive, no []:*?/\\)."""
-    taken = {"summary", "accuracy", "charts", "figures", "inputs", "gpu", "notes"}
+    taken = {"kernel groups", "summary", "accuracy", "charts", "figures", "inputs", "gpu", "notes"}
     names: dict[str, str] = {}
     for mid in analysis.runs:
         base = _SHEET_NAME_BAD.sub("-", mid).strip("'")[:31] or "model"
@@ -505,7 +538,7 @@ def _order(analysis: Analysis) -> np.ndarray:
     return np.argsort(-ranking_times(analysis).to_numpy(dtype="float64"), kind="stable")
 
 
-def _summary_sheet(analysis: Analysis, order: np.ndarray) -> TableSheet:
+def _summary_sheet(analysis: Analysis, order: np.ndarray, review: Review) -> TableSheet:
     kernels = analysis.kernels.iloc[order]
     summary = analysis.summary().iloc[order]
     columns = [
@@ -516,10 +549,27 @@ def _summary_sheet(analysis: Analysis, order: np.ndarray) -> TableSheet:
     names = text_values(display_names(kernels), NAME_WIDTH)
     columns.append(Column("Kernel", names, width=_text_width("Kernel", names, cap=NAME_WIDTH + 2, floor=16),
                           comment="short name; the full name is in the last column"))
+    # the review's answer first: the kernel group's share of GPU time, its verdict and first action
+    group = review.groups.group_of.to_numpy()[order]
+    table = review.groups.table
+    verdict_of = dict(zip(review.verdicts["group"], review.verdicts["verdict"]))
+    advice_of = {int(g): (items[0]["text"] if items else "")
+                 for g, items in zip(review.verdicts["group"], review.advice)}
+    columns.append(Column("Group", [f"G{int(g) + 1}" for g in group], width=7.0, align="center",
+                          comment="kernel group (kernel + launch shape), G1 the longest; see the Kernel groups sheet"))
+    if review.groups.time_source != "none":
+        columns.append(Column("Group share of GPU time", number_values(table["share"].to_numpy()[group]), "number",
+                              "0.0%", 11.0, "the group's total time / the run's GPU time"))
+    labels: list[int] = [len(columns)]
+    columns.append(Column("Verdict", text_values([verdict_of.get(int(g), "") for g in group]), "label", width=17.0,
+                          comment="the group's bottleneck from the models within 2x of the measured time"))
+    advice = text_values([advice_of.get(int(g), "") for g in group])
+    columns.append(Column("First action", advice, width=_text_width("First action", advice, cap=70, floor=14),
+                          comment="the first of the group's actions (all of them on the Kernel groups sheet)"))
     if "invocations" in kernels.columns and (pd.to_numeric(kernels["invocations"], errors="coerce") > 1).any():
         columns.append(Column("Invocations", number_values(kernels["invocations"]), "number", "#,##0", 11.0))
     columns.append(_time_column("Measured", summary["measured_ns"], "measured kernel duration"))
-    errors, labels = [], []
+    errors: list[int] = []
     runs = analysis.ok_runs()
     for mid, run in runs.items():
         columns.append(_time_column(f"{mid} predicted", summary[f"{mid}.predicted_ns"]))
@@ -530,12 +580,71 @@ def _summary_sheet(analysis: Analysis, order: np.ndarray) -> TableSheet:
         columns.append(Column(f"{mid} bottleneck", text_values(summary[f"{mid}.bottleneck"]), "label", width=17.0))
     labels.append(len(columns))
     columns.append(Column("Consensus bottleneck", text_values(summary["consensus_bottleneck"]), "label", width=18.0,
-                          comment="most common label among the models that predicted the kernel ('unknown' does not vote)"))
+                          comment="most common label among the models within 2x of the kernel's measured time "
+                                  "('unknown' does not vote)"))
     columns.append(Column("Models agreeing", number_values(summary["models_agreeing"]), "number", "0", 10.0))
     columns.append(Column("Models voting", number_values(summary["models_voting"]), "number", "0", 9.0))
     full = text_values(full_names(kernels))
     columns.append(Column("Full kernel name", full, width=_text_width("Full kernel name", full, cap=100, floor=20)))
     return TableSheet("Summary", columns, freeze_columns=3, error_columns=tuple(errors), label_columns=tuple(labels),
+                      tab_color=HEADER_FILL, print_columns=len(columns) - 1)
+
+
+def _groups_sheet(review: Review) -> TableSheet:
+    """Kernel groups, longest first: share, verdict and actions right after the kernel, then time,
+    Nsight's view, what the verdict rests on and, for unpredicted groups, the command."""
+    rows = review.group_rows()
+    table = review.groups.table.head(len(rows))
+    has_time = review.groups.time_source != "none"
+    names = text_values(table["kernel"], NAME_WIDTH)
+    columns = [
+        Column("Group", [f"G{int(g) + 1}" for g in table["group"]], width=7.0, align="center",
+               comment="G1 = the longest group; ★ groups hold the first 80% of the GPU time"),
+        Column("Kernel", names, width=_text_width("Kernel", names, cap=NAME_WIDTH + 2, floor=16),
+               comment="short name; the full name is in the last column"),
+    ]
+    if has_time:
+        columns.append(Column("Share of GPU time", number_values(table["share"]), "number", "0.0%", 10.0))
+    columns.append(Column("Top 80%", ["★" if top else None for top in table["top"]], width=7.0, align="center"))
+    labels = [len(columns)]
+    columns.append(Column("Verdict", text_values([r["verdict"] for r in rows]), "label", width=17.0,
+                          comment="bottleneck from the models within 2x of the measured time"))
+    for i in range(3):
+        texts = text_values([r["advice"][i]["text"] if len(r["advice"]) > i else None for r in rows])
+        columns.append(Column(f"Action {i + 1}", texts, width=_text_width(f"Action {i + 1}", texts, cap=60, floor=12),
+                              wrap=True))
+    columns.append(Column("Launches", number_values(table["launches"]), "number", "#,##0",
+                          number_width("Launches", number_values(table["launches"]), "#,##0")))
+    if has_time:
+        for header, key in (("Total", "total_ns"), ("Mean", "mean_ns"), ("Min", "min_ns"), ("Max", "max_ns")):
+            if table[key].notna().any():  # rows averaged over launches have no min or max
+                columns.append(_time_column(header, table[key]))
+        columns.append(Column("Cumulative share", number_values(table["cumulative_share"]), "number", "0.0%", 11.0))
+    columns.append(Column("Nsight compute", number_values([r["nsight"]["compute"] for r in rows]), "number", "0%",
+                          10.0, "SM throughput, % of peak (nvprof: issue-slot utilization)"))
+    columns.append(Column("Nsight memory", number_values([r["nsight"]["memory"] for r in rows]), "number", "0%",
+                          10.0, "memory throughput, % of peak (nvprof: DRAM bytes / time / peak)"))
+    labels_view = text_values([r["nsight"]["view"] or None for r in rows])
+    columns.append(Column("Nsight view", labels_view, width=11.0))
+    columns.append(Column("Disagrees", ["yes" if r["nsight"]["disagrees_with_verdict"] else None for r in rows],
+                          width=10.0, align="center", comment="the verdict and Nsight's view name different sides"))
+    basis = text_values([r["basis"] for r in rows])
+    columns.append(Column("Verdict rests on", basis, width=_text_width("Verdict rests on", basis, cap=60, floor=16),
+                          wrap=True))
+    rules = text_values(["; ".join(f"{x['rule']}: {x['message']}" for x in r["nsight_rules"]) or None for r in rows])
+    columns.append(Column("Nsight rules", rules, width=_text_width("Nsight rules", rules, cap=60, floor=12), wrap=True))
+    commands = text_values([r.get("unpredicted", {}).get("command") for r in rows])
+    columns.append(Column("Command for missing counters", commands,
+                          width=_text_width("Command for missing counters", commands, cap=60, floor=14), wrap=True))
+    shapes = text_values([f"{r['grid_blocks']:,.0f} x {r['block_threads']:,.0f}"
+                          if r["grid_blocks"] is not None and r["block_threads"] is not None else None for r in rows])
+    columns.append(Column("Grid x block", shapes, width=_text_width("Grid x block", shapes, cap=20, floor=12)))
+    full = text_values(table["kernel_name"])
+    columns.append(Column("Full kernel name", full, width=_text_width("Full kernel name", full, cap=100, floor=20)))
+    notes = [f"Kernel groups: {len(review.groups.table):,} (kernel + launch shape), longest first"
+             + (f"; the {len(rows):,} longest are listed" if len(rows) < len(review.groups.table) else ""),
+             *(f"Warning: {w}" for w in review.warnings)]
+    return TableSheet("Kernel groups", columns, notes=notes, freeze_columns=2, label_columns=tuple(labels),
                       tab_color=HEADER_FILL, print_columns=len(columns) - 1)
 
 
@@ -690,8 +799,9 @@ def _inputs_sheet(analysis: Analysis, large: bool) -> TableSheet:
             name not in IDENTITY_COLUMNS or name in ("source_row", "invocations"))
         if numeric:
             fmt = "0.0%" if unit == "fraction" else number_format_for(values)
-            columns.append(Column(header, number_values(values), "number", fmt, max(12.0, min(len(header), 28) + 2.0),
-                                  comment, raw=spec is None))
+            numbers = number_values(values)
+            width = max(number_width(header, numbers, fmt), min(len(header), 28) + 2.0)
+            columns.append(Column(header, numbers, "number", fmt, width, comment, raw=spec is None))
         else:
             texts = text_values(values)
             columns.append(Column(header, texts, width=_text_width(header, texts, cap=50, floor=10),
@@ -943,8 +1053,11 @@ def render_workbook(analysis: Analysis, figures: Sequence[Any] | None = None,
     wb.properties.creator = f"nvperf-bridge {analysis.tool_version}"
     wb.properties.title = f"nvperf-bridge review: {analysis.gpu.name}"
     tables: list[tuple[Any, RawBlock]] = []
+    step("Kernel groups")
+    review = build_review(analysis)
+    tables.append(_write_table(wb, _groups_sheet(review)))
     step("Summary")
-    tables.append(_write_table(wb, _summary_sheet(analysis, order)))
+    tables.append(_write_table(wb, _summary_sheet(analysis, order, review)))
     tables.append(_write_table(wb, _accuracy_sheet(analysis)))
     step("charts")
     _charts_sheet(wb, analysis)

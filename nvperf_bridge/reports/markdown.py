@@ -33,6 +33,7 @@ import pandas as pd
 from nvperf_bridge.analysis import Analysis
 from nvperf_bridge.review.build import Review, build_review
 from nvperf_bridge.review.coverage import throughput_command, uses_nvprof
+from nvperf_bridge.review.roofline import roofline_points, roofs
 from nvperf_bridge.reports.common import (
     detail_columns,
     display_names,
@@ -113,6 +114,7 @@ def render_markdown(analysis: Analysis, figures: Mapping[str, str] | None = None
         _groups(review),
         _top_groups(analysis, review),
         _coverage(analysis, review),
+        _roofline(analysis, review),
         _summary(analysis, order, number, short),
         _bottlenecks(analysis, order, number, short),
         _accuracy(analysis),
@@ -229,6 +231,28 @@ def _top_groups(analysis: Analysis, review: Review) -> str:
         lines.append("\n".join(facts))
         blocks.append("\n\n".join(lines))
     return "\n\n".join(blocks) if len(blocks) > 1 else ""
+
+
+def _roofline(analysis: Analysis, review: Review) -> str:
+    """The reviewed groups under the GPU's roofs, as a table (the chart is a linked figure)."""
+    points = roofline_points(analysis, review.groups, limit=MAX_GROUPS)
+    placed = points[points["why_not"] == ""]
+    if placed.empty:
+        return ""
+    top = roofs(analysis.gpu)
+    rows = [[f"G{int(r.group) + 1}", _name_cell(r.kernel), format_number(r.intensity), format_number(r.achieved / 1e9),
+             format_number(r.attainable / 1e9), format_percent(r.fraction_of_roof), escape(r.bound)]
+            for r in placed.itertuples(index=False)]
+    intro = (f"Each kernel group at its arithmetic intensity (FLOPs per DRAM byte) and achieved rate, under "
+             f"{escape(analysis.gpu.name)}'s roofs: {format_number(top['peak_flop_per_s'] / 1e9)} GFLOP/s FP32 and "
+             f"{format_number(top['bandwidth_bytes_per_s'] / 1e9)} GB/s (ridge at "
+             f"{format_number(top['ridge_flop_per_byte'])} FLOP/byte). `nvperf-bridge plot roofline` draws it.")
+    skipped = len(points) - len(placed)
+    if skipped:
+        intro += f" {skipped} group{'s' if skipped != 1 else ''} not placed: {escape(points['why_not'][points['why_not'] != ''].iloc[0])}."
+    return "## Roofline\n\n" + intro + "\n\n" + table(
+        ["", "Kernel", "FLOP/byte", "Achieved GFLOP/s", "Roof GFLOP/s", "Of roof", "Side of ridge"], rows,
+        ["l", "l", "r", "r", "r", "r", "l"])
 
 
 def _coverage(analysis: Analysis, review: Review) -> str:

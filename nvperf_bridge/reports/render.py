@@ -29,6 +29,11 @@ def format_for(fmt: str | None, output: Path | None) -> str:
         wanted = {"markdown": "md", "excel": "xlsx"}.get(wanted, wanted)
         if wanted not in FORMATS:
             raise UsageError(f"unknown format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
+        implied = SUFFIXES.get(output.suffix.lower()) if output is not None else None
+        if implied is not None and implied != wanted:
+            # '-o r.json --format csv' would write CSV into a .json file: say so instead
+            raise UsageError(f"--format {fmt} contradicts the output name {output.name!r} ({implied})",
+                             hint=f"name the file .{wanted} or drop --format")
         return wanted
     if output is None:
         return "md"

@@ -27,6 +27,15 @@ from nvperf_bridge.model import column_or_nan
 
 MAX_ACTIONS = 3
 
+# Profiler columns the review reads beyond the canonical ones (nvprof metrics and Nsight's block limits),
+# kept when the importer parses only the columns in use.
+REVIEW_COLUMNS: frozenset[str] = frozenset({
+    "issue_slot_utilization", "warp_execution_efficiency", "local_load_transactions", "local_store_transactions",
+    "Block Limit Registers", "Block Limit Shared Mem", "Block Limit Warps", "Block Limit SM",
+    "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem", "launch__occupancy_limit_warps",
+    "launch__occupancy_limit_blocks",
+})
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -231,4 +240,4 @@ def group_advice(analysis: Any, groups: Any, verdicts: pd.DataFrame, compute: pd
     return out
 
 
-__all__ = ["MAX_ACTIONS", "Rule", "group_advice", "load_rules", "occupancy_limiter", "row_quantities"]
+__all__ = ["MAX_ACTIONS", "REVIEW_COLUMNS", "Rule", "group_advice", "load_rules", "occupancy_limiter", "row_quantities"]
