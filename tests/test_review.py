@@ -166,6 +166,11 @@ def test_rtx5090_top_group_has_verdict_view_and_advice(realdata_dir: Path) -> No
     assert row["nsight"]["view"] == "latency"
     assert row["basis"]
     assert any("achieved occupancy" in a["text"] and "limited by registers" in a["text"] for a in row["advice"])
+    # Nsight's own rule results from the details page, largest estimated speedup first
+    rules = row["nsight_rules"]
+    assert rules[0]["rule"] == "IssueSlotUtilization" and rules[0]["estimated_speedup"] == pytest.approx(61.96)
+    assert {"SOLBottleneck", "TheoreticalOccupancy"} <= {r["rule"] for r in rules}
+    assert all(r["message"] and r["type"] for r in rules)
 
 
 def test_unmeasured_kernels_vote_with_validated_accuracy(realdata_dir: Path) -> None:

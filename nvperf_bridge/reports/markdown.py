@@ -216,9 +216,9 @@ def _top_groups(analysis: Analysis, review: Review) -> str:
             facts.append("- Speed of light: no throughput counters in the input (collect them with "
                          f"{code(throughput_command(uses_nvprof(analysis)), in_table=False)}).")
         for rule in r["nsight_rules"][:MAX_RULES]:
-            speedup = (f" (estimated speedup {format_percent(rule['estimated_speedup'] / 100.0)})"
+            speedup = (f", estimated speedup {format_percent(rule['estimated_speedup'] / 100.0)}"
                        if rule["estimated_speedup"] else "")
-            facts.append(f"- Nsight rule {escape(rule['rule'])} [{escape(rule['type'])}]{speedup}: "
+            facts.append(f"- Nsight rule {escape(rule['rule'])} ({escape(rule['type'])}{speedup}): "
                          f"{escape(shorten(rule['message'], 300))}")
         if r["advice"]:
             facts.append("- What to do:")

@@ -85,39 +85,36 @@ def _recommended_id(analysis: Any) -> str:
 
 
 def nsight_rule_rows(analysis: Any, groups: KernelGroups, limit: int | None = None) -> list[list[dict[str, Any]]]:
-    """Per group: Nsight Compute's rule results (rule, type, message, estimated speedup) for its rows.
+    """Per group: Nsight Compute's rule results (rule, type, message, estimated speedup %) for its rows.
 
-    Read from ``analysis.rules`` when the importer recorded them (a frame with a
-    ``row`` column holding the KernelFrame index label of the launch); the same
-    rule on several launches of a group is shown once, with the largest speedup.
+    Read from ``analysis.rules`` (the importer's ``ImportResult.rules``: one row per rule
+    result, keyed by ``kernel_id``); the same rule on several launches of a group is shown
+    once, with the largest estimated speedup, largest first.
     """
     rules = getattr(analysis, "rules", None)
     count = len(groups.table) if limit is None else min(limit, len(groups.table))
-    empty: list[list[dict[str, Any]]] = [[] for _ in range(count)]
-    if rules is None or len(rules) == 0 or "row" not in rules.columns:
-        return empty
+    out: list[list[dict[str, Any]]] = [[] for _ in range(count)]
+    if rules is None or len(rules) == 0 or "kernel_id" not in rules.columns or "kernel_id" not in analysis.kernels:
+        return out
+    group_of_id = dict(zip(analysis.kernels["kernel_id"].astype(str), groups.group_of.to_numpy()))
     position_of = dict(zip(groups.table["group"], range(len(groups.table))))
-    group_of = groups.group_of
     for record in rules.to_dict("records"):
-        row = record.get("row")
-        if row not in group_of.index:
+        group = group_of_id.get(str(record.get("kernel_id")))
+        if group is None or position_of[int(group)] >= count:
             continue
-        position = position_of[int(group_of.loc[row])]
-        if position >= count:
-            continue
-        bucket = empty[position]
-        speedup = _num(record.get("estimated_speedup"))
-        existing = next((r for r in bucket if r["rule"] == record.get("rule") and r["message"] == record.get("message")),
-                        None)
+        bucket = out[position_of[int(group)]]
+        speedup = _num(record.get("estimated_speedup_pct"))
+        rule, message = str(record.get("rule") or ""), " ".join(str(record.get("message") or "").split())
+        existing = next((r for r in bucket if r["rule"] == rule and r["message"] == message), None)
         if existing is not None:
             if speedup is not None and (existing["estimated_speedup"] or 0) < speedup:
                 existing["estimated_speedup"] = speedup
             continue
-        bucket.append({"rule": str(record.get("rule", "")), "type": str(record.get("type", "")),
-                       "message": str(record.get("message", "")), "estimated_speedup": speedup})
-    for bucket in empty:
+        bucket.append({"rule": rule, "type": str(record.get("type") or ""), "section": str(record.get("section") or ""),
+                       "message": message, "estimated_speedup": speedup})
+    for bucket in out:
         bucket.sort(key=lambda r: -(r["estimated_speedup"] or 0.0))
-    return empty
+    return out
 
 
 def build_review(analysis: Any) -> Review:
