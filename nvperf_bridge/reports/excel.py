@@ -324,9 +324,9 @@ class _Cells:
 
         cell = WriteOnlyCell(self.ws)
         cell.number_format = column.number_format
-        if column.wrap or column.align:
-            cell.alignment = self._Alignment(wrap_text=column.wrap or None, vertical="top" if column.wrap else None,
-                                             horizontal=column.align or None)
+        # every cell top-aligned: a row made tall by wrapped text keeps its values level with it
+        cell.alignment = self._Alignment(wrap_text=column.wrap or None, vertical="top",
+                                         horizontal=column.align or None)
         return cell
 
     def quoted(self) -> Any:
@@ -399,7 +399,7 @@ def _write_table(wb: Any, sheet: TableSheet) -> tuple[Any, RawBlock]:
 
     raw_columns = []
     for position, column in enumerate(columns, start=1):
-        styled = (column.kind == "number" and sheet.styled) or column.wrap or column.align
+        styled = sheet.styled or column.wrap or column.align  # every styled cell is top-aligned
         style = cells.template(column).style_id if styled else 0  # registers the style in the workbook
         raw_columns.append(RawColumn(get_column_letter(position), column.values, style))
     side_rows = [[value if not isinstance(value, str) or type(value) is Quoted else safe_text(value)
@@ -553,7 +553,7 @@ def _summary_sheet(analysis: Analysis, order: np.ndarray, review: Review) -> Tab
     group = review.groups.group_of.to_numpy()[order]
     table = review.groups.table
     verdict_of = dict(zip(review.verdicts["group"], review.verdicts["verdict"]))
-    advice_of = {int(g): (items[0]["text"] if items else "")
+    advice_of = {int(g): (_plain(items[0]["text"]) if items else "")
                  for g, items in zip(review.verdicts["group"], review.advice)}
     columns.append(Column("Group", [f"G{int(g) + 1}" for g in group], width=7.0, align="center",
                           comment="kernel group (kernel + launch shape), G1 the longest; see the Kernel groups sheet"))
@@ -590,6 +590,11 @@ def _summary_sheet(analysis: Analysis, order: np.ndarray, review: Review) -> Tab
                       tab_color=HEADER_FILL, print_columns=len(columns) - 1)
 
 
+def _plain(text: str) -> str:
+    """Advice text without its Markdown code-span backticks (a spreadsheet shows them literally)."""
+    return text.replace("`", "")
+
+
 def _groups_sheet(review: Review) -> TableSheet:
     """Kernel groups, longest first: share, verdict and actions right after the kernel, then time,
     Nsight's view, what the verdict rests on and, for unpredicted groups, the command."""
@@ -610,7 +615,7 @@ def _groups_sheet(review: Review) -> TableSheet:
     columns.append(Column("Verdict", text_values([r["verdict"] for r in rows]), "label", width=17.0,
                           comment="bottleneck from the models within 2x of the measured time"))
     for i in range(3):
-        texts = text_values([r["advice"][i]["text"] if len(r["advice"]) > i else None for r in rows])
+        texts = text_values([_plain(r["advice"][i]["text"]) if len(r["advice"]) > i else None for r in rows])
         columns.append(Column(f"Action {i + 1}", texts, width=_text_width(f"Action {i + 1}", texts, cap=60, floor=12),
                               wrap=True))
     columns.append(Column("Launches", number_values(table["launches"]), "number", "#,##0",
@@ -644,8 +649,10 @@ def _groups_sheet(review: Review) -> TableSheet:
     notes = [f"Kernel groups: {len(review.groups.table):,} (kernel + launch shape), longest first"
              + (f"; the {len(rows):,} longest are listed" if len(rows) < len(review.groups.table) else ""),
              *(f"Warning: {w}" for w in review.warnings)]
+    # printed: up to the speed-of-light view (what the verdict rests on, the rules and commands stay on screen)
+    printed = next(i for i, c in enumerate(columns) if c.header == "Disagrees") + 1
     return TableSheet("Kernel groups", columns, notes=notes, freeze_columns=2, label_columns=tuple(labels),
-                      tab_color=HEADER_FILL, print_columns=len(columns) - 1)
+                      tab_color=HEADER_FILL, print_columns=printed)
 
 
 def _accuracy_sheet(analysis: Analysis) -> TableSheet:

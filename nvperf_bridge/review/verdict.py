@@ -213,6 +213,9 @@ def _basis(verdict: str, agreeing: int, voting: int, has_measured: bool, accurat
         if has_measured and off:
             worst = ", ".join(f"{mid} {_ratio_text(r)}" for mid, r in off)
             return f"no model is within {WITHIN:g}x of the measured time ({worst})"
+        if accurate:
+            named = ", ".join(mid for mid, _ in accurate)
+            return f"the model{'s' if len(accurate) != 1 else ''} within {WITHIN:g}x ({named}) give{'s' if len(accurate) == 1 else ''} no bottleneck label"
         return "no model gave a bottleneck label"
     parts = [f"{agreeing} of {voting} voting model{'s' if voting != 1 else ''}"]
     if has_measured:
