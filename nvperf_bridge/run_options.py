@@ -108,21 +108,27 @@ def check_options_read(watches: dict[str, OptionWatch], runs: Mapping[str, Any],
                              hint=f"its options: {', '.join(known)}")
 
 
+def split_assignment(item: str, flag: str, shape: str, example: str) -> tuple[str, str, str]:
+    """``MODEL.KEY=VALUE`` as (model, key, value text); a usage error naming ``flag`` otherwise."""
+    name, sep, text = item.partition("=")
+    model_id, dot, key = name.partition(".")
+    if not sep or not dot or not model_id.strip() or not key.strip():
+        raise UsageError(f"{flag} {item!r} is not {shape}", hint=f"e.g. {flag} {example}")
+    return model_id.strip(), key.strip(), text
+
+
 def parse_constants(items: list[str]) -> dict[str, dict[str, float]]:
     """``MODEL.NAME=VALUE`` pairs into {model: {name: value}} (the value must be a finite number)."""
     out: dict[str, dict[str, float]] = {}
     for item in items:
-        name, sep, text = item.partition("=")
-        model_id, dot, constant = name.partition(".")
-        if not sep or not dot or not model_id.strip() or not constant.strip():
-            raise UsageError(f"--constant {item!r} is not MODEL.NAME=VALUE", hint="e.g. --constant hong-kim.Mem_LD=420")
+        model_id, constant, text = split_assignment(item, "--constant", "MODEL.NAME=VALUE", "hong-kim.Mem_LD=420")
         try:
             value = float(text)
         except ValueError:
             raise UsageError(f"--constant {item!r}: {text!r} is not a number") from None
         if not math.isfinite(value):
             raise UsageError(f"--constant {item!r}: the value must be finite")
-        out.setdefault(model_id.strip(), {})[constant.strip()] = value
+        out.setdefault(model_id, {})[constant] = value
     return out
 
 
@@ -154,4 +160,4 @@ def override_constants(gpu: Any, registry: Any, constants: Mapping[str, Mapping[
 
 
 __all__ = ["OptionWatch", "TrackedOptions", "check_options_read", "did_you_mean", "override_constants",
-           "parse_constants", "watch_options"]
+           "parse_constants", "split_assignment", "watch_options"]

@@ -87,8 +87,8 @@ def test_format_from_suffix_csv_and_xlsx(tmp_path: Path, capsys) -> None:
     code, out, err = run(capsys, DEMO, "-m", "transit", "-m", "roofline", "-o", tmp_path / "review.xlsx")
     assert code == 0 and out == "", err
     wb = load_workbook(tmp_path / "review.xlsx")
-    assert wb.sheetnames[:4] == ["Summary", "Accuracy", "Charts", "Figures"]
-    assert len(wb["Figures"]._images) == 2, "scatter and Transit figure"
+    assert wb.sheetnames[:5] == ["Kernel groups", "Summary", "Accuracy", "Charts", "Figures"]
+    assert len(wb["Figures"]._images) == 3, "scatter, Transit figure and roofline"
     assert [p.name for p in tmp_path.iterdir() if p.suffix == ".tmp"] == []
 
 

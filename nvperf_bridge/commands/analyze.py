@@ -145,19 +145,16 @@ def parse_options(items: list[str]) -> dict[str, dict[str, Any]]:
     """``MODEL.KEY=VALUE`` pairs into {model: {key: value}}; values are JSON when they parse, else text."""
     import json
 
-    from nvperf_bridge.errors import UsageError
+    from nvperf_bridge.run_options import split_assignment
 
     options: dict[str, dict[str, Any]] = {}
     for item in items:
-        name, sep, text = item.partition("=")
-        model_id, dot, key = name.partition(".")
-        if not sep or not dot or not model_id.strip() or not key.strip():
-            raise UsageError(f"--option {item!r} is not MODEL.KEY=VALUE", hint="e.g. --option transit.precision=dp")
+        model_id, key, text = split_assignment(item, "--option", "MODEL.KEY=VALUE", "transit.precision=dp")
         try:
             value: Any = json.loads(text)
         except ValueError:
             value = text
-        options.setdefault(model_id.strip(), {})[key.strip()] = value
+        options.setdefault(model_id, {})[key] = value
     return options
 
 

@@ -65,9 +65,8 @@ def match_name(kernels: pd.DataFrame) -> pd.Series:
             break
     else:
         return pd.Series("", index=kernels.index, dtype="object")
-    unique = pd.unique(names.to_numpy())
     key = {}
-    for name in unique:
+    for name in dict.fromkeys(names.to_numpy(dtype=object).tolist()):
         found = kernel_keys(name)
         key[name] = found["name_targs"] or found["name"] or name
     return names.map(key)
@@ -150,7 +149,11 @@ def kernel_groups(kernels: pd.DataFrame, estimate_ns: pd.Series | None = None,
     else:
         full = keys["name"].iloc[ordered["first"].to_numpy()]
     # distinct short names for distinct kernels: template arguments collapsed, the function kept
-    names = pd.Series(distinct_display_names(list(full)), index=full.index)
+    # (worked out once per distinct name: a million groups hold a few thousand kernels)
+    texts = full.to_numpy(dtype=object)
+    unique = list(dict.fromkeys(texts.tolist()))
+    label_of = dict(zip(unique, distinct_display_names(unique)))
+    names = pd.Series(texts, index=full.index, dtype=object).map(label_of)
     table = pd.DataFrame({
         "group": np.arange(len(ordered)),
         "kernel": names.astype(str).to_numpy(),
