@@ -153,6 +153,11 @@ def choose_gpus(kernels: pd.DataFrame, gpu: str | None,
             chosen.append((device, fallback, f"architecture fallback ({fallback.id}) for {device!r}"))
         else:
             unmatched.append(device)
+    if not devices:  # no device column: the architecture of the file's compute capability, if it has one
+        ccs = [str(c) for c in kernels["cc"].dropna().unique()] if "cc" in kernels.columns else []
+        fallback = fallback_profile([], ccs, profiles)
+        if fallback is not None:
+            chosen.append(("", fallback, f"architecture fallback ({fallback.id})"))
     if unmatched or not chosen:
         named = ", ".join(repr(d) for d in (unmatched or devices)[:3]) or "no device name"
         raise UsageError(
