@@ -28,7 +28,7 @@ _NCU_SECTION = {
 
 
 # Columns the review reads beside the models' inputs: the speed-of-light view and achieved occupancy.
-REVIEW_COLUMNS: tuple[str, ...] = ("sol_sm_fraction", "achieved_occupancy")
+REVIEW_INPUTS: tuple[str, ...] = ("sol_sm_fraction", "achieved_occupancy")
 
 
 def throughput_command(nvprof: bool) -> str:
@@ -121,7 +121,7 @@ def unpredicted_groups(analysis: Any, groups: Any, limit: int | None = None) -> 
         lacking = missing_counters(analysis, rows)
         union = list(dict.fromkeys(c for cols in lacking.values() for c in cols))
         # the review itself (Nsight's view, the occupancy advice) reads these too
-        union += [c for c in REVIEW_COLUMNS if c not in analysis.kernels.columns and c not in union]
+        union += [c for c in REVIEW_INPUTS if c not in analysis.kernels.columns and c not in union]
         out.append({"group": int(group), "kernel": str(groups.table["kernel"].iloc[position]),
                     "missing": lacking, "command": collect_command(union, nvprof) if union else ""})
     return out
@@ -144,5 +144,5 @@ def thin_warnings(analysis: Any, groups: Any, unpredicted: list[dict[str, Any]])
     return warnings
 
 
-__all__ = ["REVIEW_COLUMNS", "collect_command", "throughput_command", "missing_counters", "model_coverage", "thin_warnings", "unpredicted_groups",
+__all__ = ["REVIEW_INPUTS", "collect_command", "throughput_command", "missing_counters", "model_coverage", "thin_warnings", "unpredicted_groups",
            "uses_nvprof"]
