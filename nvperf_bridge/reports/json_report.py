@@ -112,8 +112,10 @@ def build_document(analysis: Analysis) -> dict[str, Any]:
     return _document(analysis, records, details)
 
 
-def _document(analysis: Analysis, records: list[Any], details: dict[str, Any]) -> dict[str, Any]:
-    """Everything of the document around the kernel records and the details (both given)."""
+def _document(analysis: Analysis, records: list[Any], details: dict[str, Any],
+              review: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything of the document around the kernel records and the details (both given); the review
+    is built here unless given (``iter_json`` gives a placeholder and streams it)."""
     accuracy = analysis.accuracy()
     ok = analysis.ok_runs()
     return {
@@ -129,7 +131,7 @@ def _document(analysis: Analysis, records: list[Any], details: dict[str, Any]) -
         "profiles": profile_rows(analysis.inputs),
         "gpu": {"id": analysis.gpu.id, "name": analysis.gpu.name, "choice": analysis.gpu_choice},
         # kernel groups, verdicts, Nsight's view, advice, coverage: the review layer's plain dicts
-        "review": review_dict(build_review(analysis)),
+        "review": review_dict(build_review(analysis)) if review is None else review,
         "models": {
             mid: {
                 "version": run.version, "paper": run.paper, "origin": run.origin,
@@ -194,11 +196,15 @@ def iter_json(analysis: Analysis, chunk: int = 20_000) -> Iterator[bytes]:
     if not _columnar_ok(runs, details):
         yield _render_records(analysis, build_document(analysis)).encode("utf-8")
         return
-    text = json.dumps(_document(analysis, [], {}), indent=2, ensure_ascii=False, allow_nan=False)
+    text = json.dumps(_document(analysis, [], {}, {}), indent=2, ensure_ascii=False, allow_nan=False)
     kernels_marker, details_marker = '\n  "kernels": [],', '\n  "details": {},'
+    review_marker = '\n  "review": {},'
     at_kernels, at_details = text.index(kernels_marker), text.index(details_marker)
+    at_review = text.index(review_marker)
     n = len(analysis.kernels)
-    yield (text[:at_kernels] + '\n  "kernels": [').encode("utf-8")
+    yield text[:at_review].encode("utf-8")
+    yield from _review_chunks(review_dict(build_review(analysis)))
+    yield (text[at_review + len(review_marker):at_kernels] + '\n  "kernels": [').encode("utf-8")
     if n:
         template, columns = _record_template(analysis, runs)
         raw = _orjson is not None
@@ -225,14 +231,31 @@ def iter_json(analysis: Analysis, chunk: int = 20_000) -> Iterator[bytes]:
     yield (("\n  }," if details else "},") + text[at_details + len(details_marker):] + "\n").encode("utf-8")
 
 
+def _review_chunks(review: dict[str, Any]) -> Iterator[bytes]:
+    """The review section: one compact line per key, and per kernel group (a chunk each)."""
+    yield b'\n  "review": {'
+    for number, (key, value) in enumerate(review.items()):
+        head = ("," if number else "") + "\n    " + _encode_str(key) + ": "
+        if key == "groups" and value:
+            yield (head + "[").encode("utf-8")
+            for place, group in enumerate(value):
+                yield ((",\n      " if place else "\n      ") + _encode(group)).encode("utf-8")
+            yield b"\n    ]"
+        else:
+            yield (head + _encode(value)).encode("utf-8")
+    yield b"\n  },"
+
+
 _encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": ")).encode
 _encode_str = json.encoder.encode_basestring  # what the encoder above uses for str (ensure_ascii=False)
 
 
 def _render_records(analysis: Analysis, document: dict[str, Any]) -> str:
     """The report from a ready document (the general path): the same layout as ``iter_json``."""
-    kernels, details = document["kernels"], document["details"]
-    text = json.dumps({**document, "kernels": [], "details": {}}, indent=2, ensure_ascii=False, allow_nan=False)
+    kernels, details, review = document["kernels"], document["details"], document["review"]
+    text = json.dumps({**document, "kernels": [], "details": {}, "review": {}}, indent=2, ensure_ascii=False,
+                      allow_nan=False)
+    text = text.replace('\n  "review": {},', b"".join(_review_chunks(review)).decode("utf-8"), 1)
     if kernels:
         body = ",\n".join("    " + _encode(record) for record in kernels)
         text = text.replace('\n  "kernels": [],', '\n  "kernels": [\n' + body + '\n  ],', 1)
