@@ -141,3 +141,18 @@ def test_a_folder_without_profiles_is_an_error(tmp_path: Path) -> None:
 def test_single_file_reports_have_no_profiles_section(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["analyze", str(tree / "step1/ncu/train.ncu.csv"), "--gpu", "b200", "-q", "-m", "roofline"]) == 0
     assert "## Profiles" not in capsys.readouterr().out
+
+
+def test_a_readme_whose_line_starts_with_kernels_is_not_a_kernel_table(realdata_dir: Path, tmp_path: Path) -> None:
+    """amaris-kepler-maxwell/README.md has a prose line 'kernels: many sizes ...': the folder still reads,
+    the README is skipped as not profiler output, and the five GPUs' records are all there."""
+    folder = realdata_dir / "amaris-kepler-maxwell"
+    if not folder.is_dir():
+        pytest.skip("amaris-kepler-maxwell is not present")
+    result = read_inputs([folder])
+    assert len(result.kernels) == 295 + 297 + 297 + 297 + 273
+    assert result.kernels["device"].nunique() == 5
+    readme = tmp_path / "kernels.yaml"
+    readme.write_text("# notes\nkernels: many sizes x blocks 64/256/1024\n", encoding="utf-8")
+    with pytest.raises(InputError):  # named explicitly, it must say it is not a kernel table
+        read_profiles([readme])

@@ -15,6 +15,7 @@ the file, the item index and its line.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +31,20 @@ from nvperf_bridge.kernelframe import InputFile
 
 FORMAT = "kernel-yaml"
 TOP_LEVEL_KEYS = ("kernels", "device", "gpu", "cc", "notes", "schema_version")
+# `kernels:` then a block list (blank and comment lines may sit between) or a flow list
+_KERNELS_LIST = re.compile(r"^kernels\s*:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*(?:#[^\n]*)?\n)*[ \t]*- |^kernels\s*:[ \t]*\[",
+                           re.M)
 _EXAMPLE = "expected a YAML mapping with a `kernels:` list of mappings keyed by canonical column names"
 
 
 def looks_like(text: str) -> bool:
-    """True when the text is a YAML document with a top-level ``kernels:`` key."""
-    import re
+    """True when the text is a YAML document with a top-level ``kernels:`` list.
 
-    return re.search(r"^kernels\s*:", text, re.M) is not None
+    The key must open a list (block items on the following lines, or a flow
+    ``[``), so prose that merely starts a line with "kernels:" (a README beside
+    the data) is not taken for a kernel table.
+    """
+    return _KERNELS_LIST.search(text) is not None
 
 
 def read(path: Path, text: str) -> Parsed:
