@@ -40,6 +40,7 @@ from nvperf_bridge.reports.common import (
     error_fraction,
     error_reasons,
     format_number,
+    format_time,
     format_percent,
     full_names,
     neutralise_formula,
@@ -193,6 +194,15 @@ def _in_unit(value: float | None, unit: Any) -> str:
     return "" if value is None else format_number(value / unit.ns)
 
 
+def _recommended_time(row: dict, model_id: str) -> str:
+    """'12.3 µs per launch (0.8x the measured time), ' for the recommended estimate, or ''."""
+    ratios = {m["model"]: m["ratio"] for m in (*row["models_within"], *row["models_off"])}
+    ratio, mean_ns = ratios.get(model_id), row["mean_ns"]
+    if ratio is None or mean_ns is None:
+        return ""
+    return f"{format_time(ratio * mean_ns)} per launch ({format_number(ratio)}x the measured time), "
+
+
 def _top_groups(analysis: Analysis, review: Review) -> str:
     """Per top group: verdict and basis, Nsight's view, Nsight's rules, advice."""
     blocks = ["## Top kernels"]
@@ -204,13 +214,14 @@ def _top_groups(analysis: Analysis, review: Review) -> str:
         facts = [f"- **Verdict: {escape(r['verdict'])}** ({escape(r['basis'])})."]
         if review.recommended and r["model_labels"].get(review.recommended):
             facts.insert(0, f"- Recommended estimate ({escape(review.recommended)}): "
+                            f"{_recommended_time(r, review.recommended)}"
                             f"{escape(r['model_labels'][review.recommended])}.")
         nsight = r["nsight"]
         if nsight["source"]:
             flag = " **Disagrees with the verdict.**" if nsight["disagrees_with_verdict"] else ""
             who = "Nsight's view" if nsight["source"].startswith("Nsight") else "Speed of light"
-            facts.append(f"- {who}: compute {format_percent(nsight['compute'])}, memory "
-                         f"{format_percent(nsight['memory'])} of peak: {escape(nsight['view'])} "
+            facts.append(f"- {who}: compute {format_percent(nsight['compute']) or 'not measured'}, memory "
+                         f"{format_percent(nsight['memory']) or 'not measured'} of peak: {escape(nsight['view'])} "
                          f"({escape(nsight['source'])}).{flag}")
         else:
             facts.append("- Speed of light: no throughput counters in the input (collect them with "
