@@ -81,3 +81,16 @@ def test_unsafe_tags_are_refused(tmp_path: Path) -> None:
     path = _write(tmp_path, "kernels:\n  - kernel_name: !!python/object/apply:os.system ['echo hi']\n")
     with pytest.raises(InputError):
         read_profiles([path])
+
+
+def test_a_derived_column_fills_gaps_of_the_given_one(tmp_path: Path) -> None:
+    """Fuzz case (seed 1, index 1235): one record has dram_bytes, the other only read + write bytes.
+    The derivation fills the gap in the same column (it used to make a second dram_bytes column and
+    a TypeError traceback)."""
+    path = tmp_path / "k.yaml"
+    path.write_text("device: NVIDIA GeForce GTX 680\nkernels:\n"
+                    "- {kernel_name: a, dram_bytes: 96, dram_read_bytes: 64, dram_write_bytes: 32}\n"
+                    "- {kernel_name: b, dram_read_bytes: 640, dram_write_bytes: 320}\n", encoding="utf-8")
+    k = read_profiles([path]).kernels
+    assert list(k.columns).count("dram_bytes") == 1
+    assert k["dram_bytes"].tolist() == [96.0, 960.0]

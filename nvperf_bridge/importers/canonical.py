@@ -109,6 +109,8 @@ def canonicalize(frame: pd.DataFrame, kinds: dict[str, str], notes: list[str]) -
             parts[alias.target] = pd.to_numeric(frame[col], errors="coerce")
     keep = frame.drop(columns=[c for c in consumed if c not in CANONICAL_COLUMNS] + [c for c in new if c in frame.columns])
     _derive(keep, new, parts, notes)
+    # a derivation that filled gaps of a column the input already had replaces that column
+    keep = keep.drop(columns=[c for c in new if c in keep.columns])
     return pd.concat([keep, pd.DataFrame(new, index=frame.index)], axis=1)
 
 
