@@ -6,8 +6,9 @@ threshold, the counters it reads, a message template filled with the group's
 numbers and the action it suggests (``unless``: rules that make it redundant). A group gets up to ``MAX_ACTIONS`` of the
 rules that fire: first those listed ``first_for`` the group's verdict, then the
 others by how far past their threshold the numbers are. What limits occupancy
-(registers, shared memory, block size, block slots, the grid) comes from the
-launch and the profile's per-SM limits, worded by ``data/occupancy_limiters.csv``.
+(registers, shared memory, block size, block slots, the grid) comes from Nsight's
+own block limits when the file has them, else from the occupancy calculator
+(``nvperf_bridge.occupancy``), worded by ``data/occupancy_limiters.csv``.
 """
 
 from __future__ import annotations
@@ -137,10 +138,19 @@ NSIGHT_BLOCK_LIMITS: dict[str, tuple[str, ...]] = {
     "blocks per SM": ("Block Limit SM", "launch__occupancy_limit_blocks"),
 }
 
+# our limiter names -> the occupancy calculator's per-resource block limits
+CALCULATOR_LIMITS: dict[str, str] = {
+    "registers": "blocks_limit_registers",
+    "shared memory": "blocks_limit_shared_mem",
+    "block size": "blocks_limit_warps",
+    "blocks per SM": "blocks_limit_blocks",
+}
+
 
 def occupancy_limiter(values: dict[str, float], gpu: Any) -> str:
     """Which launch resource caps the resident blocks per SM: Nsight's own block limits when the
-    file has them, else the smallest of the limits computed from the launch and the profile."""
+    file has them, else the smallest of the occupancy calculator's per-resource block limits
+    (nvperf_bridge.occupancy, the compute capability's allocation rules) for the launch."""
     nsight = {name: values.get(f"limit:{name}", float("nan")) for name in NSIGHT_BLOCK_LIMITS}
     nsight = {name: v for name, v in nsight.items() if math.isfinite(v) and v > 0}
     grid = values.get("grid_blocks", float("nan"))
@@ -157,19 +167,21 @@ def occupancy_limiter(values: dict[str, float], gpu: Any) -> str:
     threads = values.get("block_threads", float("nan"))
     if not math.isfinite(threads) or threads <= 0:
         return "unrecorded" if math.isfinite(theoretical_given) and theoretical_given < 0.999 else "none"
-    warps = math.ceil(threads / gpu.warp_size)
-    limits = {"block size": math.floor(gpu.max_warps_per_sm / warps), "blocks per SM": float(gpu.max_blocks_per_sm)}
-    regs = values.get("registers_per_thread", float("nan"))
-    if math.isfinite(regs) and regs > 0:
-        limits["registers"] = math.floor(gpu.registers_per_sm / (regs * warps * gpu.warp_size))
-    smem = values.get("shared_mem_per_block_bytes", float("nan"))
-    if math.isfinite(smem) and smem > 0:
-        limits["shared memory"] = math.floor(gpu.shared_mem_per_sm_bytes / smem)
+    # the per-resource block limits of the occupancy calculator (allocation granularity and the
+    # compute capability's rules included); a resource the file does not record is left out
+    from nvperf_bridge.occupancy import LIMIT_INVALID, limits_for_profile, occupancy
+
+    occ = occupancy([threads], [values.get("registers_per_thread", float("nan"))],
+                    [values.get("shared_mem_per_block_bytes", float("nan"))], limits_for_profile(gpu)).iloc[0]
+    if occ["occupancy_limiter"] == LIMIT_INVALID:
+        return "none"
+    limits = {name: float(occ[column]) for name, column in CALCULATOR_LIMITS.items()
+              if math.isfinite(float(occ[column]))}
     grid = values.get("grid_blocks", float("nan"))
     blocks = min(limits.values())
     if math.isfinite(grid) and grid / gpu.sm_count < blocks:
         return "grid"
-    theoretical = blocks * warps / gpu.max_warps_per_sm
+    theoretical = float(occ["theoretical_occupancy"])
     if theoretical >= 0.999:  # nothing we can see in the launch limits it
         if math.isfinite(theoretical_given) and theoretical_given < 0.999:
             return "unrecorded"  # Nsight says something does: a resource the file does not hold
