@@ -138,3 +138,19 @@ def test_a_header_with_too_many_columns_is_refused_clearly(tmp_path: Path) -> No
     with pytest.raises(InputError) as err:
         read_inputs([path], jobs=1)
     assert "columns" in str(err.value) and "line 1" in str(err.value).replace(":1:", "line 1")
+
+
+def test_a_huge_field_before_a_cut_last_line_does_not_stop_the_import(tmp_path: Path) -> None:
+    """Fuzz case (seed 1, index 7660): a 300,000-character field on the next-to-last line of a file
+    with no final newline. The cut-row check used to raise the csv module's field-limit error as a
+    traceback; now the unterminated last row, whose completeness cannot be checked, is dropped with
+    its warning and the long-named row is kept whole."""
+    lines = METRICS.rstrip("\n").split("\n")
+    lines[-2] = lines[-2].replace("lud_diagonal", "lud_diagonal" + "x" * 300_000, 1)
+    path = tmp_path / "metrics.csv"
+    path.write_text("\n".join(lines)[:-4])
+    result = read_inputs([path], jobs=1)
+    names = list(result.kernels["kernel_name"])
+    assert any(n.startswith("lud_diagonal" + "x" * 1000) for n in names)
+    assert "lud_perimeter(float*, int, int)" not in names
+    assert any(f"{path}:5" in w and "cut off" in w for w in result.warnings)

@@ -268,7 +268,12 @@ def drop_cut_last_line(text: str) -> tuple[str, int | None]:
         return text, None
     cut = last.count('"') % 2 == 1
     if not cut:
-        fields, before = _csv_rows(last), _csv_rows(previous)
+        import csv
+
+        try:
+            fields, before = _csv_rows(last), _csv_rows(previous)
+        except csv.Error:  # a field over the csv module's 128 KiB limit: completeness cannot be
+            fields, before, cut = [], [], True  # checked, so the unterminated last row is dropped (warned)
         if fields and before:
             row, prev = fields[0], before[0]
             cut = len(row) < len(prev) and not (prev and prev[-1] == "" and len(row) == len(prev) - 1)
