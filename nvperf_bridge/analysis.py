@@ -74,6 +74,24 @@ class Analysis:
             return pd.to_numeric(self.kernels["duration_ns"], errors="coerce").astype("float64")
         return pd.Series(float("nan"), index=self.kernels.index)
 
+    def row_gpus(self) -> pd.Series:
+        """Each kernel row's GPU profile: its device's own in a run of several GPUs, else ``gpu``."""
+        if len(set(id(p) for p in self.gpus.values())) <= 1:
+            return pd.Series([self.gpu] * len(self.kernels), index=self.kernels.index, dtype="object")
+        return device_labels(self.kernels).map(lambda d: self.gpus.get(d, self.gpu)).astype("object")
+
+    def row_gpu_value(self, attribute: str) -> pd.Series:
+        """A profile attribute (e.g. ``memory_bandwidth_bytes_per_s``) per kernel row, from ``row_gpus``."""
+        profiles = self.row_gpus()
+        values = {id(p): float(getattr(p, attribute)) for p in {id(p): p for p in profiles}.values()}
+        return pd.Series([values[id(p)] for p in profiles], index=profiles.index, dtype="float64")
+
+    def gpu_of(self, rows: pd.Index) -> GpuProfile:
+        """The profile of a set of rows (a kernel group lives on one device): its first row's."""
+        if not len(rows):
+            return self.gpu
+        return self.row_gpus().loc[rows[:1]].iloc[0]
+
     def ok_runs(self) -> dict[str, ModelRun]:
         return {mid: run for mid, run in self.runs.items() if run.result is not None}
 

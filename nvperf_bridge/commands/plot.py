@@ -87,7 +87,7 @@ def _roofline(analysis: Any) -> Any:
     from nvperf_bridge.errors import UsageError
     from nvperf_bridge.reports.figures import roofline_figure
     from nvperf_bridge.review.groups import kernel_groups
-    from nvperf_bridge.review.roofline import roofline_points, roofs
+    from nvperf_bridge.review.roofline import roofline_points, roofs_by_gpu
 
     points = roofline_points(analysis, kernel_groups(analysis.kernels), limit=30)
     if not (points["why_not"] == "").any():
@@ -98,7 +98,7 @@ def _roofline(analysis: Any) -> Any:
                               "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum,"
                               "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum "
                               "(nvprof: --metrics flop_count_sp,dram_read_transactions,dram_write_transactions)")
-    return roofline_figure(points, roofs(analysis.gpu), analysis.gpu.name)
+    return roofline_figure(points, roofs_by_gpu(analysis, points))
 
 
 def pick_kernel(analysis: Any, wanted: str, *, quiet: bool = False) -> Any:

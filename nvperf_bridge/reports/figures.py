@@ -296,22 +296,32 @@ def transit_report_figure(analysis: Analysis, count: int = 4) -> "Figure | None"
     return transit_figure(panels, suptitle=f"Transit figure (Li et al., HPDC'15, Fig. 6) - {analysis.gpu.name}")
 
 
-def roofline_figure(points: pd.DataFrame, roofs: dict[str, float], gpu_name: str, *, width: float = 7.5,
+def roofline_figure(points: pd.DataFrame, roofs: dict[str, dict[str, float]], *, width: float = 7.5,
                     height: float = 5.2) -> "Figure":
-    """Each placed kernel group at its arithmetic intensity and achieved FLOP/s under the GPU's roofs
-    (log-log; marker size by share of GPU time, labels G1, G2, ... as in the reports)."""
+    """Each placed kernel group at its arithmetic intensity and achieved FLOP/s under its GPU's roofs
+    (``roofs``: GPU name -> peak FP32 FLOP/s, DRAM bandwidth, ridge; one roof line per GPU; log-log;
+    marker size by share of GPU time, labels G1, G2, ... as in the reports)."""
     fig = _new_figure(width, height)
     ax = fig.add_subplot(1, 1, 1)
     placed = points[points["why_not"] == ""]
-    peak, bandwidth, ridge = roofs["peak_flop_per_s"], roofs["bandwidth_bytes_per_s"], roofs["ridge_flop_per_byte"]
-    low = min([ridge / 100.0, *(placed["intensity"] / 3.0)]) if len(placed) else ridge / 100.0
-    high = max([ridge * 100.0, *(placed["intensity"] * 3.0)]) if len(placed) else ridge * 100.0
+    ridges = [r["ridge_flop_per_byte"] for r in roofs.values()]
+    low = min([min(ridges) / 100.0, *(placed["intensity"] / 3.0)])
+    high = max([max(ridges) * 100.0, *(placed["intensity"] * 3.0)])
     x = np.geomspace(low, high, 200)
-    ax.plot(x, np.minimum(peak, x * bandwidth) / 1e9, color="#404040", linewidth=2.0)
-    ax.annotate(f"peak FP32 {_sig(peak / 1e9)} GFLOP/s", (high, peak / 1e9), ha="right", va="bottom", fontsize=9)
-    ax.annotate(f"DRAM {_sig(bandwidth / 1e9)} GB/s", (low * 1.3, low * 1.3 * bandwidth / 1e9), rotation=0,
-                ha="left", va="bottom", fontsize=9)
-    ax.axvline(ridge, color="#BBBBBB", linestyle=":", linewidth=1.0)
+    several = len(roofs) > 1
+    for position, (gpu_name, roof) in enumerate(roofs.items()):
+        peak, bandwidth, ridge = roof["peak_flop_per_s"], roof["bandwidth_bytes_per_s"], roof["ridge_flop_per_byte"]
+        style = ("-", "--", "-.", ":")[position % 4]
+        # several GPUs: the legend names each roof with its numbers (labels on the lines would overlap)
+        label = f"{gpu_name}: {_sig(peak / 1e9)} GFLOP/s, {_sig(bandwidth / 1e9)} GB/s" if several else None
+        ax.plot(x, np.minimum(peak, x * bandwidth) / 1e9, color="#404040", linewidth=2.0, linestyle=style,
+                label=label)
+        if not several:
+            ax.annotate(f"peak FP32 {_sig(peak / 1e9)} GFLOP/s", (high, peak / 1e9), ha="right", va="bottom",
+                        fontsize=9)
+            ax.annotate(f"DRAM {_sig(bandwidth / 1e9)} GB/s", (low * 1.3, low * 1.3 * bandwidth / 1e9), rotation=0,
+                        ha="left", va="bottom", fontsize=9)
+        ax.axvline(ridge, color="#BBBBBB", linestyle=":", linewidth=1.0)
     for row in placed.itertuples(index=False):
         share = row.share if row.share == row.share else 0.1
         ax.scatter([row.intensity], [row.achieved / 1e9], s=40 + 600 * share, alpha=0.75,
@@ -322,12 +332,13 @@ def roofline_figure(points: pd.DataFrame, roofs: dict[str, float], gpu_name: str
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
     ax.set_ylabel("achieved GFLOP/s")
-    title = f"Roofline - {gpu_name}"
+    title = f"Roofline - {', '.join(roofs)}"
     if not len(placed):
         title += " (no group has FLOP counters, DRAM bytes and a time)"
     ax.set_title(title, fontsize=11)
     ax.grid(True, which="major", alpha=0.3)
-
+    if several:
+        ax.legend(loc="lower right", fontsize=8)
     return fig
 
 
@@ -360,12 +371,12 @@ def report_figures(analysis: Analysis) -> list[ReportFigure]:
 def review_roofline_figure(analysis: Analysis) -> "Figure | None":
     """The roofline of the reviewed kernel groups, or None when no group can be placed."""
     from nvperf_bridge.review.groups import kernel_groups
-    from nvperf_bridge.review.roofline import roofline_points, roofs
+    from nvperf_bridge.review.roofline import roofline_points, roofs_by_gpu
 
     points = roofline_points(analysis, kernel_groups(analysis.kernels), limit=30)
     if not (points["why_not"] == "").any():
         return None
-    return roofline_figure(points, roofs(analysis.gpu), analysis.gpu.name)
+    return roofline_figure(points, roofs_by_gpu(analysis, points))
 
 
 def _as_report_figure(key: str, caption: str, fig: "Figure", dpi: int = 110) -> ReportFigure:

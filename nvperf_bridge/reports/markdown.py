@@ -33,7 +33,7 @@ import pandas as pd
 from nvperf_bridge.analysis import Analysis
 from nvperf_bridge.review.build import Review, build_review
 from nvperf_bridge.review.coverage import throughput_command, uses_nvprof
-from nvperf_bridge.review.roofline import roofline_points, roofs
+from nvperf_bridge.review.roofline import roofline_points, roofs_by_gpu
 from nvperf_bridge.reports.common import (
     detail_columns,
     display_names,
@@ -250,20 +250,28 @@ def _roofline(analysis: Analysis, review: Review) -> str:
     placed = points[points["why_not"] == ""]
     if placed.empty:
         return ""
-    top = roofs(analysis.gpu)
-    rows = [[f"G{int(r.group) + 1}", _name_cell(r.kernel), format_number(r.intensity), format_number(r.achieved / 1e9),
+    by_gpu = roofs_by_gpu(analysis, points)
+    several = len(by_gpu) > 1
+    rows = [[f"G{int(r.group) + 1}", _name_cell(r.kernel), *([escape(r.gpu)] if several else []),
+             format_number(r.intensity), format_number(r.achieved / 1e9),
              format_number(r.attainable / 1e9), format_percent(r.fraction_of_roof), escape(r.bound)]
             for r in placed.itertuples(index=False)]
+    described = {name: f"{format_number(top['peak_flop_per_s'] / 1e9)} GFLOP/s FP32 and "
+                       f"{format_number(top['bandwidth_bytes_per_s'] / 1e9)} GB/s (ridge at "
+                       f"{format_number(top['ridge_flop_per_byte'])} FLOP/byte)" for name, top in by_gpu.items()}
+    if several:
+        under = "its GPU's roofs: " + "; ".join(f"{escape(name)}: {text}" for name, text in described.items())
+    else:
+        name, text = next(iter(described.items()))
+        under = f"{escape(name)}'s roofs: {text}"
     intro = (f"Each kernel group at its arithmetic intensity (FLOPs per DRAM byte) and achieved rate, under "
-             f"{escape(analysis.gpu.name)}'s roofs: {format_number(top['peak_flop_per_s'] / 1e9)} GFLOP/s FP32 and "
-             f"{format_number(top['bandwidth_bytes_per_s'] / 1e9)} GB/s (ridge at "
-             f"{format_number(top['ridge_flop_per_byte'])} FLOP/byte). `nvperf-bridge plot roofline` draws it.")
+             f"{under}. `nvperf-bridge plot roofline` draws it.")
     skipped = len(points) - len(placed)
     if skipped:
         intro += f" {skipped} group{'s' if skipped != 1 else ''} not placed: {escape(points['why_not'][points['why_not'] != ''].iloc[0])}."
     return "## Roofline\n\n" + intro + "\n\n" + table(
-        ["", "Kernel", "FLOP/byte", "Achieved GFLOP/s", "Roof GFLOP/s", "Of roof", "Side of ridge"], rows,
-        ["l", "l", "r", "r", "r", "r", "l"])
+        ["", "Kernel", *(["GPU"] if several else []), "FLOP/byte", "Achieved GFLOP/s", "Roof GFLOP/s", "Of roof",
+         "Side of ridge"], rows, ["l", "l", *(["l"] if several else []), "r", "r", "r", "r", "l"])
 
 
 def _coverage(analysis: Analysis, review: Review) -> str:

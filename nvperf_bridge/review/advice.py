@@ -85,13 +85,18 @@ def load_limiters() -> dict[str, tuple[str, str]]:
 
 def row_quantities(analysis: Any, compute: pd.Series, memory: pd.Series) -> pd.DataFrame:
     """Per kernel row: every quantity a rule or a message reads (NaN where its counters are absent)."""
-    kernels, gpu = analysis.kernels, analysis.gpu
+    kernels = analysis.kernels
+    # each row's own GPU (a run over several devices gives each device its profile)
+    bandwidth = analysis.row_gpu_value("memory_bandwidth_bytes_per_s")
+    sm_count = analysis.row_gpu_value("sm_count")
+    profiles = analysis.row_gpus()
+    ideal_of = {id(p): float(p.get("coalesced_sectors_per_request", 4) or 4) for p in profiles}
+    ideal = pd.Series([ideal_of[id(p)] for p in profiles], index=kernels.index, dtype="float64")
     duration = analysis.measured_ns.where(analysis.measured_ns > 0)
     dram = column_or_nan(kernels, "dram_bytes")
     dram = dram.fillna(column_or_nan(kernels, "dram_read_bytes") + column_or_nan(kernels, "dram_write_bytes"))
     dram_fraction = column_or_nan(kernels, "sol_dram_fraction").fillna(
-        dram / (duration * 1e-9) / gpu.memory_bandwidth_bytes_per_s)
-    ideal = float(gpu.get("coalesced_sectors_per_request", 4) or 4)
+        dram / (duration * 1e-9) / bandwidth)
     ld = column_or_nan(kernels, "global_ld_sectors") / column_or_nan(kernels, "inst_global_ld").where(lambda s: s > 0)
     st = column_or_nan(kernels, "global_st_sectors") / column_or_nan(kernels, "inst_global_st").where(lambda s: s > 0)
     shared = (column_or_nan(kernels, "shared_ld_wavefronts")
@@ -108,8 +113,8 @@ def row_quantities(analysis: Any, compute: pd.Series, memory: pd.Series) -> pd.D
         "store_sectors_per_request": st,
         "store_sectors_over_ideal": st / ideal,
         "grid_blocks": grid,
-        "sm_count": float(gpu.sm_count),
-        "blocks_per_sm": grid / float(gpu.sm_count),
+        "sm_count": sm_count,
+        "blocks_per_sm": grid / sm_count,
         "achieved_occupancy": column_or_nan(kernels, "achieved_occupancy"),
         "theoretical_occupancy": column_or_nan(kernels, "theoretical_occupancy"),
         "sm_fraction": compute,
@@ -221,9 +226,10 @@ def group_advice(analysis: Any, groups: Any, verdicts: pd.DataFrame, compute: pd
             ok = column.notna()
             values[name] = float((column[ok] * w[ok]).sum() / w[ok].sum()) if ok.any() and w[ok].sum() > 0 \
                 else (float(column[ok].mean()) if ok.any() else float("nan"))
-        limiter = occupancy_limiter(values, analysis.gpu)
+        gpu = analysis.gpu_of(rows)
+        limiter = occupancy_limiter(values, gpu)
         describe, action = limiters.get(limiter, limiters["none"])
-        values["max_blocks_per_sm"] = float(analysis.gpu.max_blocks_per_sm)
+        values["max_blocks_per_sm"] = float(gpu.max_blocks_per_sm)
         values["shared_kib"] = values.get("shared_mem_per_block_bytes", float("nan")) / 1024.0
         nsight_blocks = values.get(f"limit:{limiter}", float("nan"))
         fallback = f"{limiter} (Nsight's limit: {nsight_blocks:.0f} blocks per SM)" if math.isfinite(nsight_blocks) \

@@ -18,7 +18,7 @@ from nvperf_bridge.model import column_or_nan
 
 
 def roofline_points(analysis: Any, groups: Any, limit: int | None = None) -> pd.DataFrame:
-    """One row per group (of the first ``limit``): kernel, share, flops, bytes, intensity, achieved,
+    """One row per group (of the first ``limit``): kernel, gpu (the group's device profile name), share, flops, bytes, intensity, achieved,
     attainable (FLOP/s), fraction_of_roof, bound ('memory' left of the ridge, 'compute' right), why_not."""
     kernels = analysis.kernels
     flops = (column_or_nan(kernels, "flop_sp").fillna(0) + column_or_nan(kernels, "flop_dp").fillna(0)
@@ -28,13 +28,13 @@ def roofline_points(analysis: Any, groups: Any, limit: int | None = None) -> pd.
     dram = dram.fillna(column_or_nan(kernels, "dram_read_bytes") + column_or_nan(kernels, "dram_write_bytes"))
     duration = analysis.measured_ns.where(analysis.measured_ns > 0)
     launches = column_or_nan(kernels, "invocations").fillna(1.0).clip(lower=1.0)
-    gpu = analysis.gpu
-    peak = float(gpu.peak_fp32_flop_per_s)
-    bandwidth = float(gpu.memory_bandwidth_bytes_per_s)
     code = groups.group_of.to_numpy()
     rows = []
     for position, row in enumerate(groups.table.head(limit).itertuples(index=False)):
         index = kernels.index[code == row.group]
+        gpu = analysis.gpu_of(index)  # a group lives on one device: its own roofs
+        peak = float(gpu.peak_fp32_flop_per_s)
+        bandwidth = float(gpu.memory_bandwidth_bytes_per_s)
         ok = duration.loc[index].notna() & dram.loc[index].notna()
         why = ""
         if not has_flops:
@@ -50,14 +50,14 @@ def roofline_points(analysis: Any, groups: Any, limit: int | None = None) -> pd.
         achieved = total_flops / total_time if not why else np.nan
         attainable = min(peak, intensity * bandwidth) if not why else np.nan
         rows.append({
-            "group": int(row.group), "kernel": row.kernel, "share": row.share, "top": bool(row.top),
+            "group": int(row.group), "kernel": row.kernel, "gpu": gpu.name, "share": row.share, "top": bool(row.top),
             "flops": total_flops if not why else np.nan, "bytes": total_bytes if not why else np.nan,
             "intensity": intensity, "achieved": achieved, "attainable": attainable,
             "fraction_of_roof": achieved / attainable if not why and attainable > 0 else np.nan,
             "bound": ("" if why else ("memory" if intensity * bandwidth < peak else "compute")),
             "why_not": why,
         })
-    return pd.DataFrame(rows, columns=["group", "kernel", "share", "top", "flops", "bytes", "intensity", "achieved",
+    return pd.DataFrame(rows, columns=["group", "kernel", "gpu", "share", "top", "flops", "bytes", "intensity", "achieved",
                                        "attainable", "fraction_of_roof", "bound", "why_not"])
 
 
@@ -68,4 +68,15 @@ def roofs(gpu: Any) -> dict[str, float]:
     return {"peak_flop_per_s": peak, "bandwidth_bytes_per_s": bandwidth, "ridge_flop_per_byte": peak / bandwidth}
 
 
-__all__ = ["roofline_points", "roofs"]
+def roofs_by_gpu(analysis: Any, points: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """The roofs of every GPU that holds a placed group (profile name -> ``roofs``), the run's main GPU
+    first; just the main GPU when nothing is placed."""
+    profiles = {analysis.gpu.name: analysis.gpu}
+    for profile in {id(p): p for p in analysis.row_gpus()}.values():
+        profiles.setdefault(profile.name, profile)
+    placed = set(points.loc[points["why_not"] == "", "gpu"]) if len(points) else set()
+    chosen = [name for name in profiles if name in placed] or [analysis.gpu.name]
+    return {name: roofs(profiles[name]) for name in chosen}
+
+
+__all__ = ["roofline_points", "roofs", "roofs_by_gpu"]

@@ -103,7 +103,7 @@ def speed_of_light(analysis: Any) -> tuple[pd.Series, pd.Series, str]:
     duration = analysis.measured_ns.where(analysis.measured_ns > 0)
     dram = column_or_nan(kernels, "dram_bytes")
     dram = dram.fillna(column_or_nan(kernels, "dram_read_bytes") + column_or_nan(kernels, "dram_write_bytes"))
-    memory = dram / (duration * 1e-9) / analysis.gpu.memory_bandwidth_bytes_per_s
+    memory = dram / (duration * 1e-9) / analysis.row_gpu_value("memory_bandwidth_bytes_per_s")
     compute = column_or_nan(kernels, "issue_slot_utilization")
     if compute.notna().any() or memory.notna().any():
         return compute, memory, "derived from nvprof counters (DRAM bytes / time / peak; issue-slot utilization)"

@@ -1,0 +1,57 @@
+"""A run over several GPUs: each kernel group is judged against its own device's profile.
+
+The amaris-kepler-maxwell folder holds the same nine kernels measured on five GPUs with
+different SM counts, bandwidths and FP32 peaks, so a number taken from the wrong board shows.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from conftest import REALDATA
+from nvperf_bridge.analysis import analyze_files, device_labels
+from nvperf_bridge.review.advice import row_quantities
+from nvperf_bridge.review.groups import kernel_groups
+from nvperf_bridge.review.roofline import roofline_points, roofs_by_gpu
+from nvperf_bridge.review.verdict import speed_of_light
+
+
+@pytest.fixture(scope="module")
+def amaris():
+    folder = REALDATA / "amaris-kepler-maxwell"
+    if not folder.is_dir():
+        pytest.skip("amaris-kepler-maxwell is not present")
+    return analyze_files(sorted(folder.glob("*.yaml")), model_ids=["roofline"])
+
+
+def test_each_row_gets_its_devices_profile(amaris) -> None:
+    labels = device_labels(amaris.kernels)
+    sm_count = amaris.row_gpu_value("sm_count")
+    assert len(set(sm_count)) > 1, "the five boards differ in SM count"
+    for device, profile in amaris.gpus.items():
+        rows = labels == device
+        assert (sm_count[rows] == profile.sm_count).all(), device
+
+
+def test_advice_quantities_use_the_rows_own_gpu(amaris) -> None:
+    compute, memory, _ = speed_of_light(amaris)
+    quantities = row_quantities(amaris, compute, memory)
+    labels = device_labels(amaris.kernels)
+    for device, profile in amaris.gpus.items():
+        rows = labels == device
+        grid = pd.to_numeric(amaris.kernels.loc[rows, "grid_blocks"], errors="coerce")
+        expected = grid / profile.sm_count
+        pd.testing.assert_series_equal(quantities.loc[rows, "blocks_per_sm"], expected, check_names=False)
+
+
+def test_roofline_places_each_group_under_its_own_gpus_roof(amaris) -> None:
+    points = roofline_points(amaris, kernel_groups(amaris.kernels), limit=40)
+    placed = points[points["why_not"] == ""]
+    assert placed["gpu"].nunique() > 1
+    by_gpu = roofs_by_gpu(amaris, points)
+    assert set(by_gpu) == set(placed["gpu"])
+    for row in placed.itertuples(index=False):
+        roof = by_gpu[row.gpu]
+        expected = min(roof["peak_flop_per_s"], row.intensity * roof["bandwidth_bytes_per_s"])
+        assert row.attainable == pytest.approx(expected, rel=1e-12)
