@@ -13,9 +13,13 @@ and ``--print-gpu-summary``), ``kernel_yaml`` (hand-written records).
 from __future__ import annotations
 
 import importlib
+import re
 from pathlib import Path
 
 from nvperf_bridge.errors import InputError
+# the submodule is loaded before the function ``sniff`` below is defined: importing it later would rebind
+# the package attribute ``sniff`` to the module (then ``from nvperf_bridge.importers import sniff`` breaks)
+from nvperf_bridge.importers import sniff as _sniff_module  # noqa: F401  (light: csv, io, re only)
 from nvperf_bridge.kernelframe import ImportResult
 
 # format name -> module that reads it (each has ``read(path, text) -> Parsed``)
@@ -70,7 +74,28 @@ def read_file(path: str | Path, *, raw_columns: frozenset[str] | None = None):
 
     ``raw_columns``: None keeps every column of an ncu raw page; a set parses
     only the used ones (mapped to canonical columns, the launch section, and
-    the raw names in the set; ``ncu_raw.column_filter``)."""
+    the raw names in the set; ``ncu_raw.column_filter``). A file whose tables
+    are of different layouts (see ``read_parts``) is an InputError here: pass
+    it to ``read_profiles``, which combines them.
+    """
+    parts = read_parts(path, raw_columns=raw_columns)
+    if len(parts) > 1:
+        raise InputError(f"the file holds {len(parts)} tables of different layouts "
+                         f"({', '.join(p.info.format for p in parts)})", path=path,
+                         hint="read it with read_profiles / the command line, which combines them")
+    return parts[0]
+
+
+def read_parts(path: str | Path, *, raw_columns: frozenset[str] | None = None) -> list:
+    """Every table of one file, read by the importer for its layout: a list of ``Parsed``.
+
+    Most files hold one table. nvprof writes more into one file: an Event
+    table then a Metric table (read together as one nvprof-metrics table), a
+    GPU summary then an API-call summary or a Unified Memory table. Each
+    table goes to its importer; a table of host-side API calls is not read
+    (a note says so); anything else left unread is named in a note with its
+    line. Never a silent stop at the end of the first table.
+    """
     from nvperf_bridge.importers.text import drop_cut_last_line, read_head, read_text_as
 
     path = Path(path)
@@ -84,22 +109,114 @@ def read_file(path: str | Path, *, raw_columns: frozenset[str] | None = None):
             parsed = read_stream(path, head, found, raw_columns)
             if parsed is not None:
                 parsed.info.encoding = "UTF-8 with BOM" if head.bom else "UTF-8"
-                return parsed
+                return [parsed]
     text, encoding = read_text_as(path)
     text, cut = drop_cut_last_line(text)
-    found = _sniff(path, text)
-    module = importlib.import_module(IMPORTERS[found.format])
-    if found.format == "kernel-yaml":
-        parsed = module.read(path, text)
-    elif found.format == "ncu-raw":
-        parsed = module.read(path, text, found, raw_columns)
-    else:
-        parsed = module.read(path, text, found)
-    parsed.info.encoding = encoding
+    tables = _tables(path, text)
+    parts = []
+    unread: list[str] = []
+    spans: list[tuple[int, int]] = []
+    for found in tables:
+        spans.extend(_spans(text, found))
+        banner = _banner_before(text, found.start)
+        if found.format == "nvprof-summary" and banner is not None and "API" in banner:
+            unread.append(f"not read: the API-call table at line {text.count(chr(10), 0, found.start) + 1} "
+                          f"({banner.strip()!r}): host-side CUDA API calls, not GPU kernels")
+            continue
+        module = importlib.import_module(IMPORTERS[found.format])
+        if found.format == "kernel-yaml":
+            parsed = module.read(path, text)
+        elif found.format == "ncu-raw":
+            parsed = module.read(path, text, found, raw_columns)
+        else:
+            parsed = module.read(path, text, found)
+        parsed.info.encoding = encoding
+        parts.append(parsed)
+    if not parts:
+        raise InputError("the file holds only CUDA API-call summaries (host side), no GPU kernel table",
+                         path=path, line=text.count("\n", 0, tables[0].start) + 1,
+                         hint="profile with `nvprof --csv --print-gpu-trace ./app` (kernel times) or "
+                              "`nvprof --csv --metrics all ./app` (counters)")
+    first = parts[0].info
+    first.notes.extend(unread)
+    if tables[0].format != "kernel-yaml":
+        first.notes.extend(_unread_text_notes(text, tables[0].start, spans))
     if cut is not None:
-        parsed.info.warnings.append(f"{path}:{cut}: the last line is cut off (the file ends inside a row: "
-                                    "profiling interrupted?); that row was dropped, every complete row was kept")
-    return parsed
+        parts[-1].info.warnings.append(f"{path}:{cut}: the last line is cut off (the file ends inside a row: "
+                                       "profiling interrupted?); that row was dropped, every complete row was kept")
+    return parts
+
+
+def _tables(path: Path, text: str) -> list:
+    """The tables of ``text`` (sniff.sniff_tables), nvprof metric/event tables that follow each other
+    grouped into one entry (one run's Event and Metric tables); an InputError when there is none."""
+    from dataclasses import replace
+
+    from nvperf_bridge.importers.errors import no_table_error
+    from nvperf_bridge.importers.sniff import MAX_COLUMNS, HeaderTooWide, sniff_tables
+
+    try:
+        tables = sniff_tables(text)
+    except HeaderTooWide as exc:
+        raise InputError(f"the header line has {exc.columns:,} columns ({exc.chars:,} characters); nvperf-bridge "
+                         f"reads at most {MAX_COLUMNS:,} (a full ncu raw page has a few thousand)",
+                         path=path, line=text.count("\n", 0, exc.offset) + 1,
+                         hint="collect only the metrics you need: `nvperf-bridge metrics` prints the ncu command") from None
+    if not tables:
+        raise no_table_error(path, text)
+    grouped: list = []
+    for found in tables:
+        if grouped and found.format == "nvprof-metrics" and grouped[-1].format == "nvprof-metrics":
+            grouped[-1] = replace(grouped[-1], more=grouped[-1].more + (found.start,))
+        else:
+            grouped.append(found)
+    return grouped
+
+
+def _spans(text: str, found) -> list[tuple[int, int]]:
+    """Character spans of the table(s) one sniffed entry stands for."""
+    from nvperf_bridge.importers.text import table_at
+
+    if found.format == "kernel-yaml":
+        return [(0, len(text))]
+    return [(table_at(text, start).start, table_at(text, start).end) for start in (found.start, *found.more)]
+
+
+_BANNER = re.compile(r"^==[^=\n]*==\s*(?P<what>[^\n]*)$", re.M)
+
+
+def _banner_before(text: str, start: int) -> str | None:
+    """The nvprof/ncu banner (``==1234== API calls:``) on the non-blank line just before a table header."""
+    before = text[:start].rstrip("\n \t")
+    line = before[before.rfind("\n") + 1:]
+    found = _BANNER.match(line)
+    return found.group("what") if found else None
+
+
+def _unread_text_notes(text: str, first: int, spans: list[tuple[int, int]]) -> list[str]:
+    """A note per stretch of text after the first table that no importer read (a Unified Memory table,
+    'Total CPU Page faults: 49'): its first line and line number, the banner that names it."""
+    notes = []
+    spans = sorted(spans)
+    gaps = [(end, next_start) for (_, end), (next_start, _) in zip(spans, spans[1:] + [(len(text), 0)])]
+    for start, end in gaps:
+        if end <= start or start < first:
+            continue
+        block = text[start:end]
+        lines = [line.strip() for line in block.splitlines() if line.strip()]
+        if not lines:
+            continue
+        banners = [m.group("what").strip() for m in map(_BANNER.match, lines) if m is not None]
+        content = [line for line in lines if _BANNER.match(line) is None]
+        if not content and all(b.endswith(":") for b in banners):
+            continue  # only the banners that introduce the next table ("==1234== Metric result:")
+        shown = content[0] if content else lines[0]
+        offset = start + block.find(shown)
+        what = next((b.rstrip(":") for b in banners if b.endswith(":")), None)
+        notes.append(f"ignored {len(lines)} line{'s' if len(lines) != 1 else ''} after the table, from line "
+                     f"{text.count(chr(10), 0, offset) + 1}" + (f" ({what}: not a kernel table)" if what else "")
+                     + f": {shown[:60]!r}")
+    return notes
 
 
 def _ends_with_newline(path: Path) -> bool:
@@ -130,5 +247,5 @@ def read_profiles(paths: list[Path], *, progress: bool = False) -> ImportResult:
             import sys
 
             print(f"reading {path} ({i + 1}/{len(paths)})", file=sys.stderr)
-        parsed.append(read_file(path))
+        parsed.extend(read_parts(path))
     return combine(parsed)  # combine also runs the range checks, for the command line's path as well

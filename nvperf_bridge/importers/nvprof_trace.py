@@ -30,7 +30,6 @@ from nvperf_bridge.importers.text import (
     read_table,
     strip_device_index,
     table_at,
-    trailing_note,
     unparsed,
 )
 from nvperf_bridge.kernelframe import InputFile
@@ -61,9 +60,6 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
     raw["_line"] = np.arange(first_line, first_line + len(raw))
     fmt = "nvprof-summary" if found.format == "nvprof-summary" else "nvprof-trace"
     info = InputFile(path=str(path), format=fmt, kernels=0)
-    note = trailing_note(text, table)
-    if note:
-        info.notes.append(note)
     if "Name" not in raw.columns:
         raise InputError("the nvprof table has no Name column", path=path, line=table.header_line + 1)
 

@@ -43,11 +43,53 @@ class HeaderTooWide(Exception):
 class Sniffed:
     format: str
     start: int  # character offset of the header line (0 for YAML)
+    # further tables of the same layout that one importer reads together with this one
+    # (nvprof's Event table and Metric table of one run), as header offsets
+    more: tuple[int, ...] = ()
 
 
 def sniff_text(text: str) -> Sniffed | None:
-    """The layout of ``text`` and where its table starts, or None when no known table is found."""
-    for match in _HEADER_START.finditer(text):
+    """The layout of ``text`` and where its (first) table starts, or None when no known table is found."""
+    found = _first_table(text, 0)
+    if found is not None:
+        return found
+    from nvperf_bridge.importers import kernel_yaml
+
+    if kernel_yaml.looks_like(text):
+        return Sniffed(kernel_yaml.FORMAT, 0)
+    return None
+
+
+def sniff_tables(text: str) -> list[Sniffed]:
+    """Every table the text holds, in order: one entry per known table header (kernel-yaml: one for the file).
+
+    nvprof writes several tables into one file (an Event table then a Metric
+    table; a GPU summary then API calls or Unified Memory). Each table ends
+    where ``text.table_at`` says (a blank line, a ``==`` banner, a line
+    without a comma); the search for the next header goes on from there, so
+    no table after the first is lost.
+    """
+    from nvperf_bridge.importers.text import table_at
+
+    out: list[Sniffed] = []
+    pos = 0
+    while True:
+        found = _first_table(text, pos)
+        if found is None:
+            break
+        out.append(found)
+        pos = table_at(text, found.start).end
+        if pos <= found.start:  # never loop on a table that ends where it starts
+            pos = found.start + 1
+    if not out:
+        yaml = sniff_text(text)
+        return [yaml] if yaml is not None else []
+    return out
+
+
+def _first_table(text: str, pos: int) -> Sniffed | None:
+    """The first known table header at or after character ``pos``."""
+    for match in _HEADER_START.finditer(text, pos):
         line_end = text.find("\n", match.start())
         line = text[match.start(): line_end if line_end >= 0 else len(text)]
         commas = line.count(",")
@@ -60,8 +102,4 @@ def sniff_text(text: str) -> Sniffed | None:
         for name, required, forbidden in SIGNATURES:
             if required <= fields and not (forbidden & fields):
                 return Sniffed(name, match.start())
-    from nvperf_bridge.importers import kernel_yaml
-
-    if kernel_yaml.looks_like(text):
-        return Sniffed(kernel_yaml.FORMAT, 0)
     return None

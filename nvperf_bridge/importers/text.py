@@ -539,17 +539,6 @@ def gpu_name_in(text: str) -> str | None:
     return None
 
 
-def trailing_note(text: str, table: Table) -> str | None:
-    """A note about what follows the table (a second table, free text), or None when nothing does."""
-    rest = text[table.end:]
-    if not rest.strip():
-        return None
-    first = next(line for line in rest.splitlines() if line.strip())
-    count = sum(1 for line in rest.splitlines() if line.strip())
-    return (f"ignored {count} line{'s' if count != 1 else ''} after the table, from line "
-            f"{line_of(text, table.end + rest.find(first))}: {first.strip()[:60]!r}")
-
-
 # the look-behind starts a match only at the first blank of a run: without it a long run of
 # blanks makes every position rescan the run to its end (quadratic time on a hostile field)
 _DEVICE_INDEX = re.compile(r"(?<!\s)\s*\(\d+\)\s*$")
