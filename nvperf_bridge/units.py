@@ -121,3 +121,20 @@ def convert(values: "pd.Series", units: "pd.Series") -> tuple["pd.Series", "pd.S
     codes = cats.cat.codes.to_numpy()  # -1 (missing) picks the last slot: no unit
     converted = pd.Series(values.to_numpy(dtype="float64") * factors[codes], index=values.index)
     return converted, pd.Series(bases[codes], index=values.index), unknown
+
+
+def parse_cells(values: "pd.Series") -> tuple["pd.Series", "pd.Series", set[str], "pd.Series"]:
+    """Cells that carry their unit in the text (nvprof: ``1.5829ms``, ``12.052us``, ``3.2GB/s``, ``68.7%``)
+    -> (values in base units, base unit per cell, unknown unit strings, mask of cells that are not numbers).
+
+    Each cell is converted by its own unit (nvprof picks one per value: ``731.55us`` beside
+    ``57.452ms`` in one row). A plain number has no unit (base "count"); a missing cell or an
+    n/a token is NaN and not in the mask; a cell that is neither a number nor number+unit is
+    NaN and in the mask, so the caller can name it (never a silent zero).
+    """
+    from nvperf_bridge.importers.text import parse_numbers, split_value_unit, unparsed
+
+    number_text, unit = split_value_unit(values)
+    numbers = parse_numbers(number_text)
+    converted, bases, unknown = convert(numbers, unit)
+    return converted, bases, unknown, unparsed(values, numbers)

@@ -99,6 +99,8 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
         frame["device"] = strip_device_index(kernels["Device"])
     kinds: dict[str, str] = {}
     unknown: set[str] = set()
+    in_cells: list[str] = []  # columns whose cells carry their own unit ("44.725us")
+    not_numbers: list[str] = []  # columns kept as text: neither numbers nor numbers with a known unit
     for column in header_cols:
         if column in _TEXT_COLUMNS:
             if column in ("Context", "Stream"):
@@ -106,7 +108,15 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
             continue
         numbers = parse_numbers(kernels[column])
         if unparsed(kernels[column], numbers).any():
-            frame[column] = kernels[column]
+            read = _cells_with_units(kernels[column])
+            if read is None:
+                frame[column] = kernels[column]
+                bad = unparsed(kernels[column], numbers)
+                not_numbers.append(f"{column} (first at line {int(kernels.loc[bad, '_line'].iloc[0])}: "
+                                   f"{str(kernels.loc[bad, column].iloc[0])[:30]!r})")
+                continue
+            frame[column], kinds[column] = read
+            in_cells.append(column)
             continue
         unit = (unit_of.get(column) or "").strip()
         found_unit = lookup(unit)
@@ -117,6 +127,14 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
         kinds[column] = found_unit[1]
     if unknown:
         info.notes.append(f"unknown units kept unconverted: {', '.join(sorted(unknown))}")
+    if in_cells:
+        info.notes.append(f"units inside the cells ({', '.join(in_cells)}): each value converted by its own unit")
+    if not_numbers:
+        info.notes.append(f"values that are not numbers kept as text in: {'; '.join(not_numbers)}")
+    duration_column = "Avg" if fmt == "nvprof-summary" else "Duration"
+    if duration_column in _columns_of(not_numbers) or duration_column not in frame.columns:
+        info.warnings.append(f"{path}: the {duration_column} column could not be read as times, so these kernels "
+                             "have no measured duration; pass nvprof's CSV unchanged (`nvprof --csv ...`)")
     per_kernel = fmt == "nvprof-summary"
     if per_kernel:
         frame["duration_ns"] = frame.get("Avg")
@@ -129,6 +147,24 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
             frame["device"] = device.group(1)
             info.notes.append(f"device name {device.group(1)!r} taken from the Unified Memory table after the summary")
     return to_parsed(frame, kinds, info, per_kernel=per_kernel, join="name")
+
+
+def _columns_of(entries: list[str]) -> set[str]:
+    """Column names of the 'COLUMN (first at line ...)' entries."""
+    return {entry.split(" (first at line", 1)[0] for entry in entries}
+
+
+def _cells_with_units(values: pd.Series) -> tuple[pd.Series, str] | None:
+    """A column whose cells carry their unit (``268.35ms``, ``44.725us``, ``68.74%``), in its base unit, and that
+    base unit; None when some cell is not a number with a known unit or the units mix kinds (ms beside GB/s).
+    A bare number beside them (nvprof prints ``0``) takes the column's unit kind."""
+    from nvperf_bridge.units import parse_cells
+
+    converted, bases, unknown, bad = parse_cells(values)
+    kinds = set(bases[values.notna() & ~bad]) - {"count"}
+    if bad.any() or unknown or len(kinds) > 1:
+        return None
+    return converted, (kinds.pop() if kinds else "count")
 
 
 def _split_suffix(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
