@@ -11,7 +11,7 @@
    and in the warnings. A file named explicitly on the command line must be
    readable: it still fails with its own error, as before.
 2. **Read in parallel.** Each profiler file is parsed by its importer on its
-   own (``importers.read_file``), in a pool of worker processes when there
+   own (``importers.read_parts``: every table of it), in a pool of worker processes when there
    is more than one file and more than one CPU; the parsed tables come back
    to the parent process.
 3. **Combine as one run.** The parsed files are combined exactly as
@@ -120,10 +120,10 @@ def classify(candidate: Candidate) -> str | None:
 
 
 def _read_one(path: str, raw_columns: frozenset[str] | None = None) -> Any:
-    """Worker: parse one file with its importer (runs in a child process)."""
-    from nvperf_bridge.importers import read_file
+    """Worker: parse every table of one file with its importer (runs in a child process); a list of Parsed."""
+    from nvperf_bridge.importers import read_parts
 
-    return read_file(Path(path), raw_columns=raw_columns)
+    return read_parts(Path(path), raw_columns=raw_columns)
 
 
 # Below this total input size files are read in this process: starting a worker (a fresh interpreter that
@@ -198,14 +198,15 @@ def read_inputs(
 
 def _parse_all(paths: list[Path], workers: int, on_file: Callable[[int, int, Path], None] | None,
                raw_columns: frozenset[str] | None = None) -> list[Any]:
-    """Parsed files in the order given; a pool of processes when ``workers`` > 1."""
+    """Parsed tables of the files in the order given (a file may hold several); a pool of processes when
+    ``workers`` > 1."""
     total = len(paths)
     if workers <= 1:
-        from nvperf_bridge.importers import read_file
+        from nvperf_bridge.importers import read_parts
 
         out = []
         for done, path in enumerate(paths, 1):
-            out.append(read_file(path, raw_columns=raw_columns))
+            out.extend(read_parts(path, raw_columns=raw_columns))
             if on_file is not None:
                 on_file(done, total, path)
         return out
@@ -214,7 +215,7 @@ def _parse_all(paths: list[Path], workers: int, on_file: Callable[[int, int, Pat
 
     # fork would copy a parent that may hold threads (model timeouts); spawn/forkserver start clean
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    results: list[Any] = [None] * total
+    results: list[Any] = [[] for _ in range(total)]
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method)) as pool:
         futures = {pool.submit(_read_one, str(path), raw_columns): i for i, path in enumerate(paths)}
         try:
@@ -227,7 +228,7 @@ def _parse_all(paths: list[Path], workers: int, on_file: Callable[[int, int, Pat
             for future in futures:
                 future.cancel()
             raise
-    return results
+    return [parsed for parts in results for parsed in parts]
 
 
 # ---- the Profiles table of the report -------------------------------------------

@@ -90,3 +90,16 @@ def test_realdata_gpu_summary_notes_its_unified_memory_table(realdata_dir: Path)
     assert len(result.kernels) == 4
     notes = result.inputs[0].notes
     assert any("Unified Memory profiling result" in n and "line 15" in n for n in notes)
+
+
+def test_a_folder_with_a_multi_table_log_reads_every_table(tmp_path: Path) -> None:
+    """The folder path (discovery, parallel or not) reads every table of a file, as read_profiles does."""
+    from nvperf_bridge.discovery import read_inputs
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "both.log").write_text((FIX / "nvprof_trace_then_metrics.log").read_text())
+    for jobs in (1, 2):
+        result = read_inputs([folder], jobs=jobs)
+        (row,) = result.kernels.to_dict("records")
+        assert row["inst_executed"] == 130000 and row["duration_ns"] == pytest.approx(14000.0)
