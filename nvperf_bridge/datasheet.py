@@ -7,8 +7,10 @@ width, L2 size, memory size), one row per board with its source.
 capability and architecture: FP32 lanes and FP64 units per SM, the coalescing
 threshold, and the architecture's model constants (``models:``). The per-SM
 limits come from the occupancy table (``data/compute_capabilities.csv``).
-Each row becomes a validated :class:`GpuProfile`; a hand-written profile in
-``profiles/`` with the same id replaces it (``gpu.load_profiles``).
+``profile_mapping`` turns each row into a profile mapping, which ``gpu.datasheet_profiles``
+validates as a :class:`GpuProfile`; a hand-written profile in ``profiles/`` with the same id
+replaces it (``gpu.load_profiles``). This module never imports ``gpu``: profiles are built
+on top of the data, not the other way round.
 
 A device no profile names falls back to its architecture: the compute
 capability from the data (ncu's ``CC`` column, kernel-yaml ``cc``) or from the
@@ -26,6 +28,7 @@ from importlib import resources
 from typing import Any, Iterable
 
 from nvperf_bridge.errors import ProfileError
+from nvperf_bridge.yaml_io import safe_load
 
 DATASHEET_FILE = "gpu_datasheet.csv"
 ARCHITECTURES_FILE = "architectures.yaml"
@@ -43,9 +46,7 @@ def _data_text(name: str) -> str:
 @functools.lru_cache(maxsize=1)
 def architectures() -> dict[str, Any]:
     """``data/architectures.yaml``, parsed once."""
-    from nvperf_bridge.gpu import _safe_load
-
-    data = _safe_load(_data_text(ARCHITECTURES_FILE))
+    data = safe_load(_data_text(ARCHITECTURES_FILE))
     if not isinstance(data, dict) or data.get("schema_version") != 1:
         raise ProfileError("expected schema_version: 1", path=f"nvperf_bridge/data/{ARCHITECTURES_FILE}")
     return data
@@ -148,18 +149,6 @@ def profile_mapping(row: dict[str, str]) -> dict[str, Any]:
     if constants:
         data["models"] = constants
     return data
-
-
-@functools.lru_cache(maxsize=1)
-def datasheet_profiles() -> dict[str, Any]:
-    """Every datasheet row as a validated GpuProfile, by id."""
-    from nvperf_bridge.gpu import profile_from_mapping
-
-    profiles = {}
-    for row in datasheet_rows():
-        data = profile_mapping(row)
-        profiles[data["id"]] = profile_from_mapping(data, f"nvperf_bridge/data/{DATASHEET_FILE}:{row['_line']}")
-    return profiles
 
 
 def cc_from_name(device: str) -> str | None:

@@ -23,6 +23,7 @@ from typing import Any, Mapping
 import yaml
 
 from nvperf_bridge.errors import ProfileError, UsageError
+from nvperf_bridge.yaml_io import safe_load
 
 SCHEMA_VERSION = 1
 
@@ -281,22 +282,6 @@ def profile_from_mapping(data: Any, path: str = "<profile>") -> GpuProfile:
     )
 
 
-# libyaml's safe loader when PyYAML was built with it: the same documents, about 7x faster to parse
-# (every command that picks a GPU reads all shipped profiles)
-_C_SAFE_LOADER = getattr(yaml, "CSafeLoader", None)
-
-
-def _safe_load(text: str) -> Any:
-    """``yaml.safe_load`` through libyaml when available (safe constructors only either way)."""
-    if _C_SAFE_LOADER is None:
-        return yaml.safe_load(text)
-    loader = _C_SAFE_LOADER(text)
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
-
-
 def load_profile_file(path: str | Path) -> GpuProfile:
     """Read and validate one profile file."""
     path = Path(path)
@@ -305,7 +290,7 @@ def load_profile_file(path: str | Path) -> GpuProfile:
     except OSError as exc:
         raise ProfileError(f"cannot read profile: {exc.strerror or exc}", path=path) from None
     try:
-        data = _safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
@@ -320,12 +305,22 @@ def builtin_profile_dir() -> Path:
     return Path(str(resources.files("nvperf_bridge.profiles")))
 
 
+@functools.lru_cache(maxsize=1)
+def datasheet_profiles() -> dict[str, GpuProfile]:
+    """Every row of the datasheet table (``data/gpu_datasheet.csv``) as a validated GpuProfile, by id."""
+    from nvperf_bridge.datasheet import DATASHEET_FILE, datasheet_rows, profile_mapping
+
+    profiles = {}
+    for row in datasheet_rows():
+        data = profile_mapping(row)
+        profiles[data["id"]] = profile_from_mapping(data, f"nvperf_bridge/data/{DATASHEET_FILE}:{row['_line']}")
+    return profiles
+
+
 def load_profiles(extra_dirs: list[Path] | tuple[Path, ...] = ()) -> dict[str, GpuProfile]:
     """Every GPU profile: one per row of the datasheet table (``data/gpu_datasheet.csv``),
     then the shipped YAML files, then those in ``extra_dirs``; later ones win on the same id
     (a hand-written profile replaces the datasheet row of the same id) and on a name tie."""
-    from nvperf_bridge.datasheet import datasheet_profiles
-
     profiles: dict[str, GpuProfile] = dict(datasheet_profiles())
     for folder in (builtin_profile_dir(), *extra_dirs):
         for file in sorted(Path(folder).glob("*.yaml")):

@@ -9,7 +9,8 @@ import pytest
 
 from nvperf_bridge import datasheet
 from nvperf_bridge.analysis import analyze, analyze_files, choose_gpu
-from nvperf_bridge.datasheet import cc_from_name, datasheet_profiles, datasheet_rows, merge_constants
+from nvperf_bridge.datasheet import cc_from_name, datasheet_rows, merge_constants
+from nvperf_bridge.gpu import datasheet_profiles
 from nvperf_bridge.errors import UsageError
 from nvperf_bridge.gpu import builtin_profile_dir, load_profiles, match_device, profile_from_mapping
 from nvperf_bridge.importers import read_profiles

@@ -301,11 +301,18 @@ def test_yaml_tags_are_refused_because_loading_is_safe(tmp_path: Path) -> None:
 
 
 def test_gpu_module_uses_safe_load_only_and_no_pandas() -> None:
+    import nvperf_bridge.yaml_io
+
+    unsafe = {"load", "unsafe_load", "full_load", "load_all", "full_load_all"}
+    # the one module that parses YAML text calls the safe loader only
+    reader = ast.parse(Path(nvperf_bridge.yaml_io.__file__).read_text(encoding="utf-8"))
+    reader_attrs = {node.attr for node in ast.walk(reader) if isinstance(node, ast.Attribute)}
+    assert "safe_load" in reader_attrs
+    assert not reader_attrs & unsafe
     source = Path(sys.modules["nvperf_bridge.gpu"].__file__).read_text(encoding="utf-8")
     tree = ast.parse(source)
     attrs = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
-    assert "safe_load" in attrs
-    assert not attrs & {"load", "unsafe_load", "full_load", "load_all", "full_load_all"}
+    assert not attrs & unsafe
     imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
                 for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])}
     assert not imported & {"pandas", "numpy", "matplotlib"}
