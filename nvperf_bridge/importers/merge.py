@@ -9,6 +9,9 @@
   or a details file beside its metrics subset): joined on launch ID and
   kernel name.
 * Everything else (different runs, different programs) is concatenated.
+* Inputs that overlap (the same table twice; an nvprof GPU summary of the
+  run a trace also covers) are counted once, with a note on the file left
+  out (``drop_overlaps``).
 
 A kernel found in only one of two joined files is kept and listed in the
 warnings, never dropped silently.
@@ -30,14 +33,21 @@ _MIN_OVERLAP = 0.5  # share of the smaller file's launches two ncu files must sh
 
 
 def combine(parsed: list[Parsed]) -> ImportResult:
-    """Join files of one run, concatenate the rest, and make kernel ids unique."""
+    """Join files of one run, concatenate the rest, and make kernel ids unique.
+
+    Inputs that repeat another input of the same run (``drop_overlaps``) are
+    listed with a note but not counted twice."""
     warnings: list[str] = [w for p in parsed for w in p.info.warnings]
+    inputs = [p.info for p in parsed]
+    parsed = drop_overlaps(parsed, warnings)
     frames: list[pd.DataFrame] = []
     metrics = [p for p in parsed if p.info.format == "nvprof-metrics"]
     traces = [p for p in parsed if p.info.format == "nvprof-trace"]
+    summaries = [p for p in parsed if p.info.format == "nvprof-summary"]
     paired_traces: set[int] = set()
     for m in metrics:
-        trace = _best_trace(m, traces, paired_traces)
+        # a GPU summary of the same run gives the metrics their measured time when no trace does
+        trace = _best_trace(m, traces, paired_traces) or _best_trace(m, summaries, paired_traces)
         if trace is None:
             if traces:
                 warnings.append(f"{m.info.path}: no kernel of these metrics is in the trace(s) given "
@@ -55,7 +65,8 @@ def combine(parsed: list[Parsed]) -> ImportResult:
         # a joined launch's row carries the group's first file as its source: its rules are found by that
         rules.extend(p.rules.assign(_row_source=group[0].info.path) for p in group
                      if p.rules is not None and not p.rules.empty)
-    frames.extend(p.frame for p in parsed if p.info.format in ("nvprof-summary", "kernel-yaml"))
+    frames.extend(p.frame for p in summaries if id(p) not in paired_traces)
+    frames.extend(p.frame for p in parsed if p.info.format == "kernel-yaml")
 
     kernels = pd.concat(frames, ignore_index=True, sort=False) if frames else pd.DataFrame()
     original_ids = kernels["kernel_id"].copy() if rules else None
@@ -65,7 +76,7 @@ def combine(parsed: list[Parsed]) -> ImportResult:
     from nvperf_bridge.importers.canonical import check_ranges
 
     kernels = check_ranges(kernels, warnings)
-    result = ImportResult(kernels=kernels, inputs=[p.info for p in parsed], warnings=warnings)
+    result = ImportResult(kernels=kernels, inputs=inputs, warnings=warnings)
     if rules:
         result.rules = _rules_with_final_ids(pd.concat(rules, ignore_index=True), kernels, original_ids)
     return result
@@ -142,7 +153,8 @@ def _join_metrics_trace(metrics: Parsed, trace: Parsed, warnings: list[str]) -> 
     numeric = [c for c in t.columns if c not in IDENTITY_COLUMNS and pd.api.types.is_numeric_dtype(t[c])]
     agg = t.groupby("_full", sort=False).agg(
         **{c: (c, "mean") for c in numeric},
-        _launches=("kernel_name", "size"),
+        # a trace has a row per launch; a GPU summary has a row per kernel with its Calls
+        _launches=("invocations", "sum") if trace.per_kernel else ("kernel_name", "size"),
         device=("device", "first") if "device" in t.columns else ("kernel_name", lambda s: None),
         kernel_name=("kernel_name", "first"),
         _first_row=("source_row", "min"),
@@ -184,9 +196,14 @@ def _join_metrics_trace(metrics: Parsed, trace: Parsed, warnings: list[str]) -> 
     out = joined.drop(columns=["_match", "_launches"])
     levels = pd.Series([f.key for f in found.values() if f.right is not None]).value_counts()
     how = ", ".join(f"{n} on {_KEY_WORDS[k]}" for k, n in levels.items())
-    metrics.info.notes.append(f"joined with the trace {trace.info.path} on kernel name ({how or 'no kernel paired'}); "
-                              f"duration and launch shape are the trace's per-kernel averages")
-    trace.info.notes.append(f"averaged per kernel to join the metrics {metrics.info.path}")
+    if trace.per_kernel:
+        metrics.info.notes.append(f"joined with the GPU summary {trace.info.path} on kernel name "
+                                  f"({how or 'no kernel paired'}); duration is the summary's Avg per kernel")
+        trace.info.notes.append(f"joined to the metrics {metrics.info.path} (its durations, not counted again)")
+    else:
+        metrics.info.notes.append(f"joined with the trace {trace.info.path} on kernel name ({how or 'no kernel paired'}); "
+                                  f"duration and launch shape are the trace's per-kernel averages")
+        trace.info.notes.append(f"averaged per kernel to join the metrics {metrics.info.path}")
     if not only_trace.empty:
         names = short_names(only_trace["kernel_name"]).tolist()
         warnings.append(f"{trace.info.path}: {len(names)} kernel(s) in the trace but not in the metrics "
@@ -293,3 +310,77 @@ def _unique_ids(kernels: pd.DataFrame) -> pd.DataFrame:
     if kernels["kernel_id"].duplicated().any():
         kernels["kernel_id"] = kernels["kernel_id"] + "#" + kernels.groupby("kernel_id").cumcount().astype(str)
     return kernels
+
+
+# ---- overlapping inputs of one run ---------------------------------------------
+
+def drop_overlaps(parsed: list[Parsed], warnings: list[str]) -> list[Parsed]:
+    """The inputs without those that repeat another input of the same run, each drop noted on its file.
+
+    * A file whose kernel table is the same as an earlier input's (the same
+      file passed twice under two names, a copy in another folder) is not
+      counted again.
+    * An nvprof GPU summary of the run a GPU trace also covers (the same
+      kernels, each with as many Calls as the trace has launches) is not
+      counted: the trace holds the same launches one by one. A summary that
+      shares kernels with a trace but not their launch counts is another run:
+      both are kept, with a warning that those kernels appear in both.
+    """
+    kept: list[Parsed] = []
+    shapes: dict[tuple, list[Parsed]] = {}
+    hashes: dict[int, int] = {}
+    for p in parsed:
+        # only files of the same layout, size and columns are hashed: most runs have none such
+        shape = (p.info.format, p.frame.shape, tuple(c for c in p.frame.columns if c != "source"))
+        twin = next((q for q in shapes.get(shape, []) if _content_hash(q, hashes) == _content_hash(p, hashes)), None)
+        if twin is not None:
+            _mark_dropped(p, f"not counted: the same {len(p.frame)} kernel rows as {twin.info.path} "
+                             "(the same file given twice?)")
+            continue
+        shapes.setdefault(shape, []).append(p)
+        kept.append(p)
+    traces = [p for p in kept if p.info.format == "nvprof-trace"]
+    if not traces:
+        return kept
+    out: list[Parsed] = []
+    launches = [(t, _launch_counts(t.frame, per_kernel=False)) for t in traces]
+    for p in kept:
+        if p.info.format != "nvprof-summary":
+            out.append(p)
+            continue
+        calls = _launch_counts(p.frame, per_kernel=True)
+        same = next((t for t, counts in launches if counts.equals(calls)), None)
+        if same is not None:
+            _mark_dropped(p, f"not counted: the same run as the trace {same.info.path} (the same {len(calls)} kernels "
+                             f"and {int(calls.sum()):,} launches); the trace's launches are used")
+            same.info.notes.append(f"the GPU summary {p.info.path} of the same run was not counted again")
+            continue
+        for t, counts in launches:
+            shared = calls.index.intersection(counts.index)
+            if len(shared):
+                warnings.append(f"{p.info.path}: {len(shared)} kernel(s) of this GPU summary are also in the trace "
+                                f"{t.info.path} with other launch counts (another run?): both are kept, so those "
+                                "kernels are counted in both")
+        out.append(p)
+    return out
+
+
+def _content_hash(p: Parsed, cache: dict[int, int]) -> int:
+    """A hash of what a file contributed, without where it came from (equal: the same table read twice)."""
+    if id(p) not in cache:
+        frame = p.frame.drop(columns=[c for c in ("source",) if c in p.frame.columns])
+        cache[id(p)] = int(pd.util.hash_pandas_object(frame.astype(str), index=False).sum())
+    return cache[id(p)]
+
+
+def _launch_counts(frame: pd.DataFrame, *, per_kernel: bool) -> pd.Series:
+    """Launches per kernel signature (names.py), sorted by signature: a trace counts its rows, a summary
+    sums its Calls."""
+    signature = _signatures(frame["kernel_name"])
+    counts = frame["invocations"].groupby(signature.to_numpy()).sum() if per_kernel else signature.value_counts()
+    return counts.astype("int64").sort_index().rename(None).rename_axis(None)
+
+
+def _mark_dropped(p: Parsed, note: str) -> None:
+    p.info.notes.append(note)
+    p.info.kernels = 0
