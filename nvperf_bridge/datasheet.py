@@ -74,12 +74,15 @@ def _int_or_float(value: float) -> int | float:
 
 
 def inherited_constants(cc: str) -> dict[str, Any]:
-    """The ``models:`` map a profile of compute capability ``cc`` inherits from its architecture."""
+    """The ``models:`` map a profile of compute capability ``cc`` inherits: its architecture's,
+    under the compute capability's own ``models:`` where a chip of that architecture differs
+    (GP100's 64 FP32 lanes per SM against GP10x's 128, for example)."""
     spec = architectures()["compute_capabilities"].get(cc)
     if spec is None:
         return {}
     arch = architectures()["architectures"].get(spec["architecture"], {})
-    return {model: dict(constants) for model, constants in (arch.get("models") or {}).items()}
+    return merge_constants({model: dict(constants) for model, constants in (arch.get("models") or {}).items()},
+                           spec.get("models"))
 
 
 def merge_constants(inherited: dict[str, Any], own: dict[str, Any] | None) -> dict[str, Any]:

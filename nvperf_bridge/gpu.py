@@ -70,7 +70,10 @@ PROFILE_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "calibration": ((dict,), False),
 }
 
-CONSTANT_STATUSES = ("paper", "measured", "calibrated", "default", "datasheet")
+# paper: the paper's own table; measured: a microbenchmark paper or vendor measurement; datasheet:
+# a vendor document; derived: computed from sourced facts by a stated formula; assumed: carried over
+# from a neighbouring architecture or an order of magnitude, said where; calibrated: fitted on data
+CONSTANT_STATUSES = ("paper", "measured", "datasheet", "derived", "assumed", "calibrated", "default")
 
 # Required hardware facts: each needs an entry in ``sources`` saying where it comes from.
 SOURCED_FIELDS: tuple[str, ...] = (

@@ -128,7 +128,7 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge import launch
-from nvperf_bridge.counters import sm_clock
+from nvperf_bridge.counters import global_sectors, requested_sectors, sm_clock
 from nvperf_bridge.errors import ModelError
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
@@ -273,8 +273,10 @@ class HongKimModel:
 
             # --- which counters this kernel needs (sectors only where there are requests) ---
             needed: dict[str, pd.Series] = {name: column_or_nan(kernels, name) for name in self.requires.required}
-            ld_sectors = column_or_nan(kernels, "global_ld_sectors").where(~(ld == 0), 0.0)
-            st_sectors = column_or_nan(kernels, "global_st_sectors").where(~(st == 0), 0.0)
+            # 32-byte sectors on every GPU (nvprof's transactions converted per compute capability)
+            ld_sectors, st_sectors, sectors_source = global_sectors(kernels, gpu)
+            ld_sectors = ld_sectors.where(~(ld == 0), 0.0)
+            st_sectors = st_sectors.where(~(st == 0), 0.0)
             needed["global_ld_sectors"] = ld_sectors
             needed["global_st_sectors"] = st_sectors
             dram = column_or_nan(kernels, "dram_bytes").fillna(
@@ -296,10 +298,16 @@ class HongKimModel:
             Synch_insts = Synch_insts.fillna(0.0)
             sectors = ld_sectors + st_sectors
             transactions_per_mw = sectors / requests  # r: mean transactions per memory warp
+            # what a coalesced warp of this kernel's word size needs: c sectors for 4-byte words,
+            # more for 8/16-byte words (the threads' requested bytes / 32) where the efficiency is known
+            wide = (requested_sectors(kernels, ld_sectors, st_sectors) / requests).where(requests > 0)
+            coalesced_per_mw = np.maximum(c, wide.fillna(c))
+            coalesced_source = np.where(wide > c, "requested bytes (wide words)", "profile coalesced_sectors_per_request")
             if U > c:
-                uncoal_fraction = ((transactions_per_mw - c) / (U - c)).clip(lower=0.0, upper=1.0)
+                span = (U - coalesced_per_mw).clip(lower=1e-9)
+                uncoal_fraction = ((transactions_per_mw - coalesced_per_mw) / span).clip(lower=0.0, upper=1.0)
             else:  # a profile may set Uncoal_per_mw <= c: then any excess over c is uncoalesced
-                uncoal_fraction = (transactions_per_mw > c).astype("float64")
+                uncoal_fraction = (transactions_per_mw > coalesced_per_mw).astype("float64")
             uncoal_fraction = uncoal_fraction.where(requests > 0, 0.0)
 
             if memory_inputs == "dram":
@@ -475,6 +483,9 @@ class HongKimModel:
             "Weight_uncoal": Weight_uncoal,
             "Weight_coal": Weight_coal,
             "transactions_per_mw": transactions_per_mw,
+            "coalesced_per_mw": coalesced_per_mw,
+            "coalesced_source": pd.Series(coalesced_source, index=index, dtype="object"),
+            "sectors_source": sectors_source,
             "Load_bytes_per_warp": Load_bytes_per_warp,
             "memory_inputs": memory_label,
             "cache_aware": cache_aware,
