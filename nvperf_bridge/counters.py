@@ -133,3 +133,18 @@ def requested_sectors(kernels: pd.DataFrame, ld_sectors: pd.Series, st_sectors: 
     eff_ld = _first_fraction(kernels, LOAD_EFFICIENCY_COLUMNS).where(~(ld_sectors == 0), 0.0)
     eff_st = _first_fraction(kernels, STORE_EFFICIENCY_COLUMNS).where(~(st_sectors == 0), 0.0)
     return ld_sectors.fillna(0.0) * eff_ld + st_sectors.fillna(0.0) * eff_st
+
+
+def normalise_global_sectors(kernels: pd.DataFrame, gpu: GpuProfile) -> pd.DataFrame:
+    """A copy of ``kernels`` whose ``global_ld_sectors`` / ``global_st_sectors`` are 32-byte sectors
+    (``global_sectors``) and which no longer carries the nvprof markers, so that a second call, or a
+    record rebuilt from it (``whatif``), reads the same sectors. The frame itself is not changed."""
+    if not any(name in kernels.columns for name in NVPROF_ROW_MARKERS):
+        return kernels
+    ld, st, _ = global_sectors(kernels, gpu)
+    out = kernels.drop(columns=[name for name in NVPROF_ROW_MARKERS if name in kernels.columns])
+    if "global_ld_sectors" in out.columns:
+        out["global_ld_sectors"] = ld
+    if "global_st_sectors" in out.columns:
+        out["global_st_sectors"] = st
+    return out

@@ -310,9 +310,14 @@ def run_study(
     dirs = tuple(profile_dirs)
     if not vary and not gpu_targets:
         raise UsageError("nothing to vary", hint="pass --vary block_threads=64,128,256 and/or --gpu-target ID")
+    from nvperf_bridge.counters import normalise_global_sectors
+
     index, note = select_kernel(kernels, kernel, launch)
-    base = kernels.loc[index]
     source, choice = choose_gpu(kernels.loc[[index]], gpu, dirs)
+    # nvprof's transactions in 32-byte sectors before anything is rebuilt: the rebuilt records do not
+    # carry the raw columns that tell the models which unit they are in
+    kernels = normalise_global_sectors(kernels.loc[[index]], source)
+    base = kernels.loc[index]
     targets = [resolve_profile(t, dirs) for t in dict.fromkeys(gpu_targets)] or [source]
     settings = _settings(base, vary) if vary else [{}]
     if len(settings) * len(targets) > MAX_POINTS:

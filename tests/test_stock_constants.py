@@ -128,7 +128,7 @@ def test_magus_loads_convert_to_the_l2_sectors_of_the_same_file(realdata_dir: Pa
     per_request = ld / kernels["inst_global_ld"].astype(float)
     assert per_request.iloc[0] == pytest.approx(4.0, rel=1e-2)  # the last, partial warp asks for fewer
     assert ld.iloc[0] == pytest.approx(float(kernels["l2_tex_read_transactions"].iloc[0]), rel=0.02)
-    assert (st / kernels["inst_global_st"].astype(float)).iloc[0] == pytest.approx(4.0)
+    assert (st / kernels["inst_global_st"].astype(float)).iloc[0] == pytest.approx(4.0, rel=1e-2)
 
 
 # ---- hong-kim: wide words are coalesced, strided words are not ---------------------------
@@ -186,3 +186,16 @@ def test_stock_constants_meet_the_issue_targets(realdata_dir: Path, corpus: str,
     for device, (median_ape, within_2x) in scores.items():
         assert median_ape <= 1.0, f"{model_id} on {device}: median APE {median_ape:.0%}"
         assert within_2x >= 0.5, f"{model_id} on {device}: {within_2x:.0%} within 2x"
+
+
+def test_normalised_sectors_are_read_the_same_twice() -> None:
+    """A frame normalised once (as whatif does before rebuilding records without the raw nvprof
+    columns) gives the same sectors when read again: no double conversion."""
+    from nvperf_bridge.counters import normalise_global_sectors
+
+    gpu = resolve_profile("gtx-1080-ti")
+    frame = _nvprof_frame("6.1", global_ld_sectors=800.0, global_st_sectors=200.0, global_hit_rate=0.5)
+    once = normalise_global_sectors(frame, gpu)
+    assert once["global_ld_sectors"].iloc[0] == pytest.approx(400.0)
+    assert global_sectors(once, gpu)[0].iloc[0] == pytest.approx(400.0)
+    assert frame["global_ld_sectors"].iloc[0] == 800.0  # the user's frame is untouched
