@@ -201,8 +201,13 @@ def feature_table(kernels: pd.DataFrame, coalesced_sectors: float) -> pd.DataFra
     with np.errstate(divide="ignore", invalid="ignore"):
         table["memory_intensity"] = (requests / executed).where(executed > 0)  # Sec. 5.1 Memory Intensity
         table["memory_efficiency"] = (requests * coalesced_sectors / sectors).where(sectors > 0)  # Sec. 5.1 Memory Efficiency
-    frame = pd.DataFrame(table, index=kernels.index)[[name for name, *_ in FEATURES]]
-    return frame.where(~(frame.abs() > FEATURE_LIMIT))  # NaN beyond FEATURE_LIMIT (NaN stays NaN)
+    # one (feature, kernel) float block filled column by column: no frame-wide temporaries (speed only)
+    block = np.empty((len(FEATURES), len(kernels)))
+    for j, (name, *_) in enumerate(FEATURES):
+        block[j] = table[name].to_numpy(dtype="float64")
+        with np.errstate(invalid="ignore"):
+            block[j][np.abs(block[j]) > FEATURE_LIMIT] = np.nan  # NaN beyond FEATURE_LIMIT (NaN stays NaN)
+    return pd.DataFrame(block.T, index=kernels.index, columns=[name for name, *_ in FEATURES], copy=False)
 
 
 def _transform(values: np.ndarray, transforms: list[str]) -> np.ndarray:
@@ -448,8 +453,11 @@ def _timed(kernels: pd.DataFrame) -> pd.Series:
 
 
 def _fit_arrays(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: float,
-                opts: dict[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The fit itself on training rows; returns the JSON dict and arrays the LOO path reuses."""
+                opts: dict[str, Any], with_clusters: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The fit itself on training rows; returns the JSON dict and arrays the LOO path reuses.
+
+    ``with_clusters=False`` leaves ``data["clusters"]`` to ``_add_clusters`` (speed only: the
+    clusters do not enter the regression, so ``form: auto`` clusters only the form it keeps)."""
     n = len(t_ns)
     features, dropped = _select_features(table, opts["feature_transform"])
     if n < MIN_KERNELS or len(features) < MIN_FEATURES:
@@ -464,7 +472,8 @@ def _fit_arrays(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: f
     x = _transform(raw, transforms)
     mean = x.mean(axis=0)
     scale = x.std(axis=0, ddof=1)
-    z = (x - mean) / scale  # Sec. 6.1: normalised (zero mean, unit variance)
+    z = np.subtract(x, mean, out=x)  # Sec. 6.1: normalised (zero mean, unit variance); in place: x is not reused
+    z /= scale
 
     # Sec. 6.1: PCA of the correlation matrix, keep >= variance of the total
     corr = (z.T @ z) / (n - 1)
@@ -490,11 +499,6 @@ def _fit_arrays(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: f
     rotated = rotated[:, order_rc]
     weights = vectors / np.sqrt(np.where(eigenvalues[:m] > 0, eigenvalues[:m], 1.0)) @ rotation
     scores = z @ weights  # rotated standardised scores: uncorrelated, unit variance
-
-    # Sec. 6.4: clusters on the component scores
-    clusters = _clusters(scores, opts["max_clusters"], opts["seed"])
-    labels = _assign(scores, np.asarray(clusters["centers"]))
-    clusters["sizes"] = np.bincount(labels, minlength=clusters["k"]).tolist()
 
     # Sec. 6.5: polynomial regression of time on the components
     degree = _choose_degree(n, m, opts["max_degree"])
@@ -530,7 +534,7 @@ def _fit_arrays(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: f
             "rotated_loadings": rotated.tolist(),
             "score_weights": weights.tolist(),
         },
-        "clusters": clusters,
+        "clusters": None,  # Sec. 6.4, filled by _add_clusters (kept here for the key order)
         "regression": {
             "target": opts["target"],
             "weighting": opts["weighting"] if opts["target"] == "linear" else "none",
@@ -547,8 +551,19 @@ def _fit_arrays(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: f
             "duration_ns_max": float(t_ns.max()),
         },
     }
-    arrays = {"scores": scores, "design": design, "y": y, "fitted": fitted, "labels": labels, "row_weight": row_weight}
+    arrays = {"scores": scores, "design": design, "y": y, "fitted": fitted, "row_weight": row_weight, "raw": raw}
+    if with_clusters:
+        _add_clusters(data, arrays, opts)
     return data, arrays
+
+
+def _add_clusters(data: dict[str, Any], arrays: dict[str, np.ndarray], opts: dict[str, Any]) -> None:
+    """Sec. 6.4: clusters on the component scores (``data["clusters"]``, ``arrays["labels"]``)."""
+    clusters = _clusters(arrays["scores"], opts["max_clusters"], opts["seed"])
+    labels = _assign(arrays["scores"], np.asarray(clusters["centers"]))
+    clusters["sizes"] = np.bincount(labels, minlength=clusters["k"]).tolist()
+    data["clusters"] = clusters
+    arrays["labels"] = labels
 
 
 def _fit_selected(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: float,
@@ -561,16 +576,27 @@ def _fit_selected(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced:
         return data, arrays
     candidates: dict[str, tuple[float, dict[str, Any], dict[str, np.ndarray]]] = {}
     for form, settings in FORMS.items():
-        data, arrays = _fit_arrays(table, t_ns, gpu_id, coalesced, {**opts, **settings})
+        data, arrays = _fit_arrays(table, t_ns, gpu_id, coalesced, {**opts, **settings}, with_clusters=False)
         arrays["loo"] = _loo(arrays, data, t_ns, groups)  # kept: the caller's leave-one-out reuses it
         loo_ns = arrays["loo"][1]
         mape = float(np.nanmean(np.abs(loo_ns - t_ns) / t_ns)) if np.isfinite(loo_ns).any() else float("inf")
         candidates[form] = (mape, data, arrays)
     best = min(candidates, key=lambda f: candidates[f][0])  # ties keep the paper's additive form
     _, data, arrays = candidates[best]
+    _add_clusters(data, arrays, {**opts, **FORMS[best]})
     data["form"] = best
     data["form_selection"] = {f: (c[0] if np.isfinite(c[0]) else None) for f, c in candidates.items()}
     return data, arrays
+
+
+def _group_index(groups: np.ndarray) -> np.ndarray:
+    """Dense codes 0..G-1 in sorted label order (``np.unique``'s inverse); labels that are such
+    codes already (``_kernel_groups``) are returned as they are, without the O(n log n) sort."""
+    groups = np.asarray(groups)
+    if groups.dtype.kind in "iu" and len(groups) and groups.min() == 0 and \
+            (np.bincount(groups) > 0).all():
+        return groups.astype(np.intp, copy=False)
+    return np.unique(groups, return_inverse=True)[1].reshape(-1)
 
 
 def held_out_residuals(u: np.ndarray, e: np.ndarray, groups: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -586,7 +612,7 @@ def held_out_residuals(u: np.ndarray, e: np.ndarray, groups: np.ndarray | None) 
     e_i / (1 - h_ii).
     """
     leverage = (u ** 2).sum(axis=1)
-    index = None if groups is None else np.unique(groups, return_inverse=True)[1]
+    index = None if groups is None else _group_index(groups)
     n_groups = len(e) if index is None else int(index.max()) + 1 if len(index) else 0
     if n_groups == len(e):  # every row its own group: the closed form, no r x r systems
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -595,10 +621,16 @@ def held_out_residuals(u: np.ndarray, e: np.ndarray, groups: np.ndarray | None) 
         return held, leverage
     r = u.shape[1]
     gram = np.empty((n_groups, r, r))  # U_G'U_G per group, from r(r+1)/2 bincounts: O(n r^2) time, O(g r^2) memory
+    columns = np.ascontiguousarray(u.T)  # contiguous columns and one product buffer (speed only)
+    product = np.empty(len(e))
     for a in range(r):
         for b in range(a, r):
-            gram[:, a, b] = gram[:, b, a] = np.bincount(index, u[:, a] * u[:, b], minlength=n_groups)
-    projected = np.stack([np.bincount(index, u[:, a] * e, minlength=n_groups) for a in range(r)], axis=1)
+            np.multiply(columns[a], columns[b], out=product)
+            gram[:, a, b] = gram[:, b, a] = np.bincount(index, product, minlength=n_groups)
+    projected = np.empty((n_groups, r))
+    for a in range(r):
+        np.multiply(columns[a], e, out=product)
+        projected[:, a] = np.bincount(index, product, minlength=n_groups)
     singular = np.linalg.eigvalsh(gram)[:, -1] > 1.0 - 1e-9 if r else np.zeros(n_groups, dtype=bool)
     system = np.eye(r)[None, :, :] - gram
     system[singular] = np.eye(r)  # solved harmlessly, then marked NaN below
@@ -636,7 +668,7 @@ def _loo_bounds(t_ns: np.ndarray, sigma: float, floor_fraction: float,
     """POCS sets without the row's group (every launch of its kernel; each row alone when
     ``groups`` is None): floor from the others' shortest time, C2 from the others' log times."""
     n = len(t_ns)
-    index = np.arange(n) if groups is None else np.unique(groups, return_inverse=True)[1]
+    index = np.arange(n) if groups is None else _group_index(groups)
     n_groups = int(index.max()) + 1
     logs = np.log(t_ns)
     centred = logs - logs.mean()  # centred sums avoid cancellation in the variance
@@ -708,18 +740,27 @@ def _check_model_data(data: Any) -> dict[str, Any]:
     return dict(data)
 
 
-def _predict_core(data: dict[str, Any], table: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Scores, clusters, raw regression (target space) and elasticities for the given feature rows."""
+def _predict_core(data: dict[str, Any], table: pd.DataFrame,
+                  fitted: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Scores, clusters, raw regression (target space) and elasticities for the given feature rows.
+
+    ``fitted``: the fit's own arrays when ``table`` holds exactly its training rows (the
+    leave-one-out path): their raw features, scores, cluster labels and fitted values are the
+    same numbers this would compute again (speed only)."""
     features = data["features"]
-    x = _transform(table[features].to_numpy(dtype="float64"), data["transforms"])
     scale = np.asarray(data["scale"])
-    z = (x - np.asarray(data["mean"])) / scale
     weights = np.asarray(data["pca"]["score_weights"])
-    scores = z @ weights
-    labels = _assign(scores, np.asarray(data["clusters"]["centers"]))
     degree = int(data["regression"]["degree"])
     coefficients = np.asarray(data["regression"]["coefficients"])
-    y = _design(scores, degree) @ coefficients
+    if fitted is not None:
+        raw, scores, labels, y = fitted["raw"], fitted["scores"], fitted["labels"], fitted["fitted"]
+    else:
+        raw = table[features].to_numpy(dtype="float64")
+        x = _transform(raw, data["transforms"])
+        z = (x - np.asarray(data["mean"])) / scale
+        scores = z @ weights
+        labels = _assign(scores, np.asarray(data["clusters"]["centers"]))
+        y = _design(scores, degree) @ coefficients
     # d y / d RC_j = sum_d d b_jd RC_j^(d-1)
     m = scores.shape[1]
     slope = np.zeros_like(scores)
@@ -727,14 +768,14 @@ def _predict_core(data: dict[str, Any], table: pd.DataFrame) -> dict[str, np.nda
         slope += d * coefficients[1 + (d - 1) * m: 1 + d * m] * scores ** (d - 1)
     # chain rule to d log t / d log x_f: through the score weights, the z-score and the transform
     dy_du = slope @ (weights / scale[:, None]).T  # (n, p)
-    raw = table[features].to_numpy(dtype="float64")
-    logs = np.array([t == "log1p" for t in data["transforms"]])
-    du_dlogx = np.where(logs[None, :], raw / (1.0 + raw), raw)
-    elasticity = dy_du * du_dlogx
+    # times d x / d log x (x, or x / (1 + x) through log1p), column by column in place (speed only)
+    elasticity = dy_du
+    for j, transform in enumerate(data["transforms"]):
+        elasticity[:, j] *= raw[:, j] / (1.0 + raw[:, j]) if transform == "log1p" else raw[:, j]
     if data["regression"]["target"] == "linear":
         with np.errstate(divide="ignore", invalid="ignore"):
-            elasticity = elasticity / np.where(y > 0, y, np.nan)[:, None]
-    return {"scores": scores, "labels": labels, "y": y, "elasticity": elasticity}
+            elasticity /= np.where(y > 0, y, np.nan)[:, None]
+    return {"scores": scores, "labels": labels, "y": y, "elasticity": elasticity, "raw": raw}
 
 
 def _bottleneck(data: dict[str, Any], elasticity: np.ndarray, index: pd.Index) -> tuple[pd.Series, pd.DataFrame, pd.Series]:
@@ -771,12 +812,14 @@ def _per_distinct(keys: pd.DataFrame, build: Callable[[pd.DataFrame], pd.Series]
 
 
 def predict(kernels: pd.DataFrame, data: Mapping[str, Any], mode: str = "trained model", *,
-            fill: bool = True) -> pd.DataFrame:
-    """Predict every kernel from a fitted dict (errors for kernels missing a feature's counters)."""
+            fill: bool = True, table: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Predict every kernel from a fitted dict (errors for kernels missing a feature's counters).
+    ``table``: ``feature_table(kernels, ...)`` when the caller has it already."""
     data = _check_model_data(data)
     result = empty_result(kernels)
     coalesced = float(data.get("coalesced_sectors_per_request", DEFAULT_COALESCED_SECTORS))
-    table = feature_table(kernels, coalesced)
+    if table is None:
+        table = feature_table(kernels, coalesced)
     needed = list(dict.fromkeys(c for f in data["features"] for c in FEATURE_INFO[f][2]))
     reasons = missing_inputs(kernels, needed)
     values = table[data["features"]].to_numpy(dtype="float64")
@@ -790,14 +833,16 @@ def predict(kernels: pd.DataFrame, data: Mapping[str, Any], mode: str = "trained
 
 
 def _fill(result: pd.DataFrame, rows: pd.Index, data: dict[str, Any], table: pd.DataFrame, mode: str,
-          override_ns: np.ndarray | None = None, bounds: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
-    """Write predictions and details for ``rows`` (``override_ns``/``bounds``: the LOO values)."""
+          override_ns: np.ndarray | None = None, bounds: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+          fitted: dict[str, np.ndarray] | None = None) -> None:
+    """Write predictions and details for ``rows`` (``override_ns``/``bounds``: the LOO values;
+    ``fitted``: the fit's arrays when ``rows`` are its training rows, see ``_predict_core``)."""
     if len(rows) == 0:
         return
     # the rows as a boolean mask (in index order, as ``rows`` is): one lookup instead of one per column
     at = np.zeros(len(result), dtype=bool)
     at[result.index.get_indexer(rows)] = True
-    core = _predict_core(data, table)
+    core = _predict_core(data, table, fitted)
     raw_ns = _from_target(core["y"], data["regression"]["target"]) if override_ns is None else override_ns
     if bounds is None:
         p = data["pocs"]
@@ -809,7 +854,7 @@ def _fill(result: pd.DataFrame, rows: pd.Index, data: dict[str, Any], table: pd.
     k = int(data["clusters"]["k"])
     lo = np.asarray(data["training_ranges"]["feature_min"])
     hi = np.asarray(data["training_ranges"]["feature_max"])
-    raw = table[data["features"]].to_numpy(dtype="float64")
+    raw = core["raw"]
     outside = ((raw < lo) | (raw > hi)).sum(axis=1)
 
     result.loc[at, "predicted_ns"] = predicted
@@ -872,11 +917,13 @@ class KerrModel:
         opts = _options(options)
         coalesced = float(gpu.get("coalesced_sectors_per_request", DEFAULT_COALESCED_SECTORS))
         timed = _timed(kernels)
+        all_timed = bool(timed.all())
         table_all = feature_table(kernels, coalesced)
+        table_timed = table_all if all_timed else table_all[timed]
         t_ns = column_or_nan(kernels, "duration_ns")[timed].to_numpy()
         try:
-            groups = _kernel_groups(kernels[timed])
-            data, arrays = _fit_selected(table_all[timed], t_ns, gpu.id, coalesced, opts, groups)
+            groups = _kernel_groups(kernels if all_timed else kernels[timed])
+            data, arrays = _fit_selected(table_timed, t_ns, gpu.id, coalesced, opts, groups)
         except ModelError as exc:
             result = empty_result(kernels)
             result["error"] = (
@@ -887,11 +934,13 @@ class KerrModel:
             return result
         # kernels without a time: the model fitted on all timed kernels
         # (when every kernel is timed, leave-one-out below writes every row: nothing to predict first)
-        result = predict(kernels, data, mode="fitted on the input's timed kernels", fill=not timed.all())
+        result = predict(kernels, data, mode="fitted on the input's timed kernels", fill=not all_timed,
+                         table=table_all)
         raw_loo, _, leverage = _loo(arrays, data, t_ns, groups)
         bounds = _loo_bounds(t_ns, opts["sigma"], opts["floor_fraction"], groups)
         rows = kernels.index[timed.to_numpy()]
-        _fill(result, rows, data, table_all.loc[rows], "leave-one-kernel-out", override_ns=raw_loo, bounds=bounds)
+        _fill(result, rows, data, table_timed, "leave-one-kernel-out", override_ns=raw_loo, bounds=bounds,
+              fitted=arrays)
         undefined = pd.Series(np.isnan(raw_loo), index=rows)
         if undefined.any():
             where = undefined[undefined].index
