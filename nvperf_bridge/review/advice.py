@@ -216,14 +216,18 @@ def group_advice(analysis: Any, groups: Any, verdicts: pd.DataFrame, compute: pd
     weight = (analysis.measured_ns.where(analysis.measured_ns > 0) * launches).fillna(launches)
     code = groups.group_of.to_numpy()
     limiters = load_limiters()
+    # plain arrays read by position: a label lookup per group and quantity on a large frame cost seconds
+    weight_all = weight.to_numpy(dtype="float64")
+    columns = {name: quantities[name].to_numpy(dtype="float64") for name in quantities.columns}
     out: list[list[dict[str, Any]]] = []
     for position, group in enumerate(groups.table["group"][:len(verdicts)]):
-        rows = analysis.kernels.index[code == group]
-        w = weight.loc[rows]
+        at = np.flatnonzero(code == group)
+        rows = analysis.kernels.index[at]
+        w = weight_all[at]
         values: dict[str, Any] = {}
-        for name in quantities.columns:
-            column = quantities.loc[rows, name]
-            ok = column.notna()
+        for name, everything in columns.items():
+            column = everything[at]
+            ok = ~np.isnan(column)
             values[name] = float((column[ok] * w[ok]).sum() / w[ok].sum()) if ok.any() and w[ok].sum() > 0 \
                 else (float(column[ok].mean()) if ok.any() else float("nan"))
         gpu = analysis.gpu_of(rows)

@@ -122,8 +122,8 @@ def nsight_side(compute: float, memory: float) -> str:
     return "compute" if c > m else "memory"
 
 
-def _weighted_mean(values: pd.Series, weight: pd.Series) -> float:
-    ok = values.notna() & weight.notna()
+def _weighted_mean(values: np.ndarray, weight: np.ndarray) -> float:
+    ok = ~np.isnan(values) & ~np.isnan(weight)
     if not ok.any():
         return float("nan")
     w = weight[ok]
@@ -152,31 +152,37 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
     compute, memory, sol_source = speed_of_light(analysis)
     row_time = (measured * launches).fillna(launches)
     code = groups.group_of.to_numpy()
+    # the loop below reads plain arrays by position (a label lookup per group and model on a large
+    # frame cost seconds for 100 groups); the sums and group-bys are the same operations as before
+    meas, lau, rt = (s.to_numpy(dtype="float64") for s in (measured, launches, row_time))
+    comp, mem = compute.to_numpy(dtype="float64"), memory.to_numpy(dtype="float64")
+    w_of = {mid: weights[mid].to_numpy(dtype="float64") for mid in runs}
+    lab_of = {mid: labels[mid].to_numpy(dtype=object) for mid in runs}
+    pred_of = {mid: predicted[mid].to_numpy(dtype="float64") for mid in runs}
     out = []
     for group in groups.table["group"][:limit]:
-        rows = analysis.kernels.index[code == group]
+        at = np.flatnonzero(code == group)
         tally: dict[str, float] = {}
         count: dict[str, int] = {}
         accurate, off, model_labels = [], [], {}
-        has_measured = bool(measured.loc[rows].notna().any())
+        m_g, l_g, rt_g = meas[at], lau[at], rt[at]
+        has_measured = bool((~np.isnan(m_g)).any())
         for mid in runs:
-            w = weights.loc[rows, mid]
-            lab = labels.loc[rows, mid]
-            pred = predicted.loc[rows, mid]
-            both = pred.notna() & measured.loc[rows].notna()
+            w, lab, pred = w_of[mid][at], lab_of[mid][at], pred_of[mid][at]
+            has_pred = ~np.isnan(pred)
+            both = has_pred & ~np.isnan(m_g)
             if both.any():
-                ratio = float((pred[both] * launches.loc[rows][both]).sum()
-                              / (measured.loc[rows][both] * launches.loc[rows][both]).sum())
+                ratio = float((pred[both] * l_g[both]).sum() / (m_g[both] * l_g[both]).sum())
                 (accurate if 1.0 / WITHIN <= ratio <= WITHIN else off).append((mid, ratio))
-            if not pred.notna().any():
+            if not has_pred.any():
                 continue
             # the model's label for the group: the one covering most of the group's time
-            by_label = row_time.loc[rows][pred.notna()].groupby(lab[pred.notna()]).sum()
+            by_label = pd.Series(rt_g[has_pred]).groupby(lab[has_pred]).sum()
             model_labels[mid] = str(by_label.idxmax())
             voted = (w > 0)
             if not voted.any():
                 continue
-            vote = row_time.loc[rows][voted].groupby(lab[voted]).sum()
+            vote = pd.Series(rt_g[voted]).groupby(lab[voted]).sum()
             label = str(vote.idxmax())
             tally[label] = tally.get(label, 0.0) + float(w[voted].mean())
             count[label] = count.get(label, 0) + 1
@@ -186,8 +192,8 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
         else:
             verdict = "unknown"
         voting = sum(count.values())
-        c = _weighted_mean(compute.loc[rows], row_time.loc[rows])
-        m = _weighted_mean(memory.loc[rows], row_time.loc[rows])
+        c = _weighted_mean(comp[at], rt_g)
+        m = _weighted_mean(mem[at], rt_g)
         view = nsight_side(c, m)
         side = _SIDE.get(verdict, "")
         disagree = bool(view and side and view != side)
