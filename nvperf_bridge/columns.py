@@ -67,14 +67,29 @@ _TABLE: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("l2_hit_rate", "float", "fraction", "L2 sector hit rate, 0..1 (for the cache-aware extensions)", "lts__t_sector_hit_rate.pct", "l2_tex_hit_rate"),
     ("sol_sm_fraction", "float", "fraction", "Nsight Compute 'Compute (SM) Throughput', 0..1 of peak", "sm__throughput.avg.pct_of_peak_sustained_elapsed", ""),
     ("sol_memory_fraction", "float", "fraction", "Nsight Compute 'Memory Throughput', 0..1 of peak", "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", ""),
-    ("sol_dram_fraction", "float", "fraction", "Nsight Compute 'DRAM Throughput', 0..1 of peak", "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "dram_utilization"),
+    ("sol_dram_fraction", "float", "fraction", "Nsight Compute 'DRAM Throughput', 0..1 of peak (nvprof: its 0-10 level / 10)", "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "dram_utilization"),
+    ("sol_l2_fraction", "float", "fraction", "Nsight Compute 'L2 Cache Throughput', 0..1 of peak (nvprof: its 0-10 level / 10)", "lts__t_sectors.avg.pct_of_peak_sustained_elapsed", "l2_utilization"),
+    ("sol_l1tex_fraction", "float", "fraction", "Nsight Compute 'L1/TEX Cache Throughput', 0..1 of peak (nvprof: its 0-10 level / 10)", "l1tex__throughput.avg.pct_of_peak_sustained_active", "tex_utilization"),
+    ("sm_cycles_sum", "float", "cycles", "elapsed SM cycles summed over all SMs (sm_cycles x SM count)", "sm__cycles_elapsed.sum", "elapsed_cycles_sm"),
+    ("sm_active_cycles_sum", "float", "cycles", "cycles with at least one warp active, summed over all SMs", "sm__cycles_active.sum", "active_cycles"),
+    ("warps_active_sum", "float", "count", "active warps accumulated every cycle, summed over all SMs (/ sm_active_cycles_sum = mean active warps per SM)", "sm__warps_active.sum", "active_warps"),
+    ("warps_launched", "float", "count", "warps launched", "smsp__warps_launched.sum", "warps_launched"),
+    ("blocks_launched", "float", "count", "thread blocks (CTAs) launched", "sm__ctas_launched.sum", "sm_cta_launched"),
+    ("thread_inst_executed", "float", "count", "thread-level instructions executed (warp instructions x active threads)", "smsp__thread_inst_executed.sum", "thread_inst_executed"),
+    ("inst_local_ld", "float", "count", "warp-level local memory load instructions (= requests)", "smsp__inst_executed_op_local_ld.sum", "local_load"),
+    ("inst_local_st", "float", "count", "warp-level local memory store instructions (= requests)", "smsp__inst_executed_op_local_st.sum", "local_store"),
+    ("local_ld_sectors", "float", "count", "local memory load transactions (32-byte sectors)", "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "local_load_transactions"),
+    ("local_st_sectors", "float", "count", "local memory store transactions (32-byte sectors)", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum", "local_store_transactions"),
+    ("l2_read_bytes", "float", "bytes", "L2 bytes read (all clients)", "lts__t_sectors_op_read.sum x 32", "l2_read_transactions x 32"),
+    ("l2_write_bytes", "float", "bytes", "L2 bytes written (all clients)", "lts__t_sectors_op_write.sum x 32", "l2_write_transactions x 32"),
+    ("derived", "str", "", "canonical columns of this row computed from other counters, not counted ('(time)': from the duration or a rate over it); see inspect", "", ""),
 )
 
 CANONICAL_COLUMNS: dict[str, Column] = {row[0]: Column(*row) for row in _TABLE}
 
-# Columns that identify a row rather than measure it.
+# Columns that identify or describe a row rather than measure it.
 IDENTITY_COLUMNS: tuple[str, ...] = (
-    "kernel_id", "kernel_name", "kernel", "source", "source_row", "device", "cc", "invocations",
+    "kernel_id", "kernel_name", "kernel", "source", "source_row", "device", "cc", "invocations", "derived",
 )
 
 

@@ -19,6 +19,10 @@ class InputFile:
     notes: list[str] = field(default_factory=list)
     encoding: str | None = None  # the text encoding it was read in ("UTF-8", "UTF-16-LE with BOM", ...)
     warnings: list[str] = field(default_factory=list)  # what the user must hear about this file (a dropped row)
+    # coverage (filled by importers.canonical.to_parsed): every counter column of the file, by what became of it
+    mapped: dict[str, str] = field(default_factory=dict)  # profiler name -> canonical column, or what it was used for
+    unmapped: list[str] = field(default_factory=list)  # no canonical name: kept raw under the profiler's name
+    unparsed: dict[str, str] = field(default_factory=dict)  # column -> "N values, first at line L: 'text'" (kept missing)
 
 
 # the columns of ``ImportResult.rules``, in order
@@ -55,3 +59,11 @@ class ImportResult:
     inputs: list[InputFile]
     warnings: list[str] = field(default_factory=list)
     rules: pd.DataFrame = field(default_factory=empty_rules)
+
+    @property
+    def derived_from(self) -> dict[str, dict]:
+        """Per derived canonical column: formulas, input counters, kernels, and whether any value is
+        time-derived (from the duration or a rate over it). See ``importers.canonical.derived_from``."""
+        from nvperf_bridge.importers.canonical import derived_from
+
+        return derived_from(self.kernels, [n for f in self.inputs for n in f.notes])

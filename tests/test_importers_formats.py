@@ -115,7 +115,7 @@ def test_nvprof_metrics_use_avg_and_units_in_text() -> None:
     assert row["inst_global_ld"] == 39680 / 8
     assert row["gld_efficiency"] == 1.0
     assert row["dram_read_throughput"] == pytest.approx(126.024706e9)
-    assert row["single_precision_fu_utilization"] == 2
+    assert row["single_precision_fu_utilization"] == pytest.approx(0.2)  # "Low (2)": level / 10 of peak
     assert row["device"] == "GeForce GTX 1080 Ti"
 
 

@@ -50,9 +50,11 @@ def build_report(result, gpu: str | None) -> dict:
     return {
         "files": [
             {"path": f.path, "format": f.format, "kernels": f.kernels, "device": f.device,
-             "encoding": getattr(f, "encoding", None), "skipped": f.skipped, "notes": f.notes}
+             "encoding": getattr(f, "encoding", None), "skipped": f.skipped, "notes": f.notes,
+             "coverage": _coverage(f, kernels)}
             for f in result.inputs
         ],
+        "derived_from": result.derived_from,
         "kernels": int(len(kernels)),
         "launches": int(kernels["invocations"].sum()) if "invocations" in kernels.columns else int(len(kernels)),
         "devices": devices,
@@ -62,6 +64,21 @@ def build_report(result, gpu: str | None) -> dict:
         "raw_columns": len(raw),
         "rules": _rule_summary(result),
         "warnings": list(result.warnings),
+    }
+
+
+def _coverage(f, kernels) -> dict:
+    """What became of one file's counters: mapped (to what), unmapped (by name), derived, unparsed."""
+    from nvperf_bridge.importers.canonical import derived_from
+
+    rows = kernels[kernels["source"] == f.path] if "source" in kernels.columns else kernels.iloc[:0]
+    return {
+        "kernels": f.kernels,
+        "counters": len(f.mapped) + len(f.unmapped),
+        "mapped": dict(f.mapped),
+        "unmapped": list(f.unmapped),
+        "derived": derived_from(rows, f.notes),
+        "unparsed": dict(f.unparsed),
     }
 
 
@@ -98,6 +115,27 @@ def _choose_profile(result, devices: list[str], choice: str | None) -> dict:
                                "pass --gpu ID (see `nvperf-bridge gpus`)"}
 
 
+def _coverage_lines(c: dict) -> list[str]:
+    """The coverage line of one file, then the names behind its counts."""
+    import textwrap
+
+    derived, unparsed = c["derived"], c["unparsed"]
+    timed = sum(1 for d in derived.values() if d["time_derived"])
+    lines = [f"    coverage: {c['kernels']} kernels read; {c['counters']} counters: {len(c['mapped'])} mapped, "
+             f"{len(c['unmapped'])} unmapped; {len(derived)} columns derived"
+             + (f" ({timed} from the duration or a rate over it)" if timed else "")
+             + f"; {sum(int(v.split()[0]) for v in unparsed.values())} values not parsed"]
+    if c["unmapped"]:
+        lines.extend(textwrap.wrap(", ".join(c["unmapped"]), width=110, initial_indent="      unmapped (kept raw): ",
+                                   subsequent_indent="        ", break_on_hyphens=False))
+    for column, d in derived.items():
+        lines.append(f"      derived {column} for {d['kernels']} kernels: {' | '.join(d['formulas'])}"
+                     + (f" [time-derived for {d['time_derived_kernels']}]" if d["time_derived"] else ""))
+    for column, what in unparsed.items():
+        lines.append(f"      not parsed in {column}: {what} (kept as missing)")
+    return lines
+
+
 def render_text(report: dict) -> list[str]:
     """Human-readable lines for the report."""
     lines = []
@@ -106,8 +144,11 @@ def render_text(report: dict) -> list[str]:
                      + (f", encoding: {f['encoding']}" if f.get("encoding") else ""))
         for skipped in f["skipped"]:
             lines.append(f"    skipped {skipped}")
+        formulas = {x for d in f["coverage"]["derived"].values() for x in d["formulas"]}
         for note in f["notes"]:
-            lines.append(f"    note: {note}")
+            if note not in formulas:  # a derivation's formula is on its coverage line
+                lines.append(f"    note: {note}")
+        lines.extend(_coverage_lines(f["coverage"]))
     lines.append(f"kernels: {report['kernels']} rows ({report['launches']} launches)")
     profile = report["gpu_profile"]
     lines.append(f"GPU profile: {profile['id'] or 'none'} ({profile['how']})")

@@ -27,91 +27,188 @@ from nvperf_bridge.kernelframe import InputFile
 @dataclass(frozen=True)
 class Alias:
     metric: str
-    target: str  # canonical column, or "_part" used by a derivation
+    target: str  # canonical column, "_part" used by a derivation, or the metric itself (converted in place)
     scale: float
     kind: str  # required base unit of the value ("" = any)
-    order: int  # position in the table: earlier wins
+    order: int  # position in the tables: earlier wins
+
+
+def _read_table(name: str) -> pd.DataFrame:
+    with resources.files("nvperf_bridge").joinpath(f"data/{name}").open("r", encoding="utf-8") as fh:
+        return pd.read_csv(fh, comment="#", dtype=str, keep_default_na=False)
 
 
 @lru_cache(maxsize=1)
-def aliases() -> dict[str, Alias]:
-    """The alias table, keyed by profiler metric name."""
-    with resources.files("nvperf_bridge").joinpath("data/metric_aliases.csv").open("r", encoding="utf-8") as fh:
-        table = pd.read_csv(fh, comment="#", dtype=str, keep_default_na=False)
-    out: dict[str, Alias] = {}
-    for order, row in enumerate(table.itertuples(index=False)):
-        out.setdefault(row.metric, Alias(row.metric, row.target, float(row.scale or 1), row.kind, order))
+def _tables() -> tuple[dict[str, tuple[Alias, ...]], tuple[tuple[re.Pattern[str], Alias], ...]]:
+    """The metric table, then the nvprof event table: exact names, and the ``*`` subpartition patterns."""
+    exact: dict[str, list[Alias]] = {}
+    patterns: list[tuple[re.Pattern[str], Alias]] = []
+    order = 0
+    for table, name_col in ((_read_table("metric_aliases.csv"), "metric"), (_read_table("nvprof_events.csv"), "event")):
+        for row in table.itertuples(index=False):
+            name = getattr(row, name_col)
+            alias = Alias(name, row.target, float(row.scale or 1), row.kind, order)
+            order += 1
+            if "*" in name:
+                patterns.append((re.compile("^" + re.escape(name).replace(r"\*", r"(\d+)") + "$"), alias))
+            else:
+                exact.setdefault(name, []).append(alias)
+    return {k: tuple(v) for k, v in exact.items()}, tuple(patterns)
+
+
+def aliases() -> dict[str, tuple[Alias, ...]]:
+    """Every exact profiler name of both tables -> its rows (one per base-unit kind it applies to)."""
+    return _tables()[0]
+
+
+def _resolve(col: str, kind: str | None) -> Alias | None:
+    """The table row that applies to column ``col`` whose values have base unit ``kind``."""
+    rows = _tables()[0].get(col)
+    if rows is None:
+        for pattern, alias in _tables()[1]:
+            if pattern.match(col):
+                rows = (alias,)
+                break
+        else:
+            return None
+    for alias in rows:
+        if not alias.kind or kind is None or kind == alias.kind:
+            return alias
+    return None
+
+
+def map_counters(columns: list[str] | pd.Index, kinds: dict[str, str]) -> dict[str, str | None]:
+    """Where each profiler column goes: a canonical column, a derivation part ("_..."), itself
+    (a level converted in place) or None (no canonical name: kept raw under its own name)."""
+    out: dict[str, str | None] = {}
+    for col in columns:
+        if col in IDENTITY_COLUMNS or col == "derived":
+            continue
+        if col in CANONICAL_COLUMNS:
+            out[col] = col
+            continue
+        alias = _resolve(col, kinds.get(col))
+        out[col] = None if alias is None else alias.target
     return out
 
 
-# Derived canonical columns, as data: (target, operation, inputs, note).
+@dataclass(frozen=True)
+class Derivation:
+    """One way to compute a canonical column from others (see ``DERIVATIONS``)."""
+
+    target: str
+    operation: str
+    inputs: tuple[str, ...]
+    formula: str  # what inspect shows ("" = assembling a launch shape: not recorded as derived)
+    time: bool = False  # uses the kernel's duration, or a rate measured over it (throughput, IPC)
+
+
+# Derived canonical columns, as data. Operations:
 #   sum / product: every input must be present (a missing part is missing, not 0)
 #   weighted: sum of input*weight, inputs given as "name*weight"
 #   ratio: inputs[0] / inputs[1] * factor ("name*factor" on the first input)
 #   requests: transactions / transactions-per-request, where no transactions means
 #     no requests (nvprof reports 0 per request for a kernel that never touches
 #     that memory, and 0 / 0 must read as 0 requests, not as a missing counter)
-DERIVATIONS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
-    ("shared_mem_per_block_bytes", "sum", ("_smem_static_bytes", "_smem_dynamic_bytes"), ""),
-    ("grid_blocks", "product", ("_grid_x", "_grid_y", "_grid_z"), ""),
-    ("block_threads", "product", ("_block_x", "_block_y", "_block_z"), ""),
-    ("dram_bytes", "sum", ("dram_read_bytes", "dram_write_bytes"), ""),
-    ("flop_sp", "weighted", ("_ffma*2", "_fadd*1", "_fmul*1"), ""),
-    ("flop_dp", "weighted", ("_dfma*2", "_dadd*1", "_dmul*1"), ""),
-    ("flop_hp", "weighted", ("_hfma*2", "_hadd*1", "_hmul*1"), ""),
-    ("inst_global_ld", "requests", ("global_ld_sectors", "_gld_per_request"), "inst_global_ld = gld_transactions / gld_transactions_per_request"),
-    ("inst_global_st", "requests", ("global_st_sectors", "_gst_per_request"), "inst_global_st = gst_transactions / gst_transactions_per_request"),
-    ("inst_shared_ld", "requests", ("shared_ld_wavefronts", "_shared_ld_per_request"), "inst_shared_ld = shared_load_transactions / shared_load_transactions_per_request"),
-    ("inst_shared_st", "requests", ("shared_st_wavefronts", "_shared_st_per_request"), "inst_shared_st = shared_store_transactions / shared_store_transactions_per_request"),
-    ("duration_ns", "ratio", ("sm_cycles*1e9", "sm_clock_hz"), "duration_ns = sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second (no duration counter in the input)"),
+#   warps: inputs[0] x grid_blocks x ceil(block_threads / 32)
+# A derivation only fills values still missing: a counted value always wins. Rows run in
+# order, so a later one can use an earlier one's output; an output computed from a
+# time-derived input is time-derived too (per kernel).
+DERIVATIONS: tuple[Derivation, ...] = (
+    Derivation("shared_mem_per_block_bytes", "sum", ("_smem_static_bytes", "_smem_dynamic_bytes"), ""),
+    Derivation("grid_blocks", "product", ("_grid_x", "_grid_y", "_grid_z"), ""),
+    Derivation("block_threads", "product", ("_block_x", "_block_y", "_block_z"), ""),
+    Derivation("duration_ns", "ratio", ("sm_cycles*1e9", "sm_clock_hz"), "duration_ns = sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second (no duration counter in the input)", time=True),
+    Derivation("dram_read_bytes", "product", ("_dram_read_per_s*1e-9", "duration_ns"), "dram_read_bytes = DRAM read throughput x duration (dram_read_throughput or dram__bytes_read.sum.per_second)", time=True),
+    Derivation("dram_write_bytes", "product", ("_dram_write_per_s*1e-9", "duration_ns"), "dram_write_bytes = DRAM write throughput x duration (dram_write_throughput or dram__bytes_write.sum.per_second)", time=True),
+    Derivation("dram_bytes", "sum", ("dram_read_bytes", "dram_write_bytes"), "dram_bytes = dram_read_bytes + dram_write_bytes"),
+    Derivation("dram_bytes", "product", ("_dram_per_s*1e-9", "duration_ns"), "dram_bytes = DRAM throughput x duration (dram__bytes.sum.per_second or ncu Memory Throughput in byte/second)", time=True),
+    Derivation("flop_sp", "weighted", ("_ffma*2", "_fadd*1", "_fmul*1"), "flop_sp = 2 x ffma + fadd + fmul (thread-level SASS counts)"),
+    Derivation("flop_dp", "weighted", ("_dfma*2", "_dadd*1", "_dmul*1"), "flop_dp = 2 x dfma + dadd + dmul (thread-level SASS counts)"),
+    Derivation("flop_hp", "weighted", ("_hfma*2", "_hadd*1", "_hmul*1"), "flop_hp = 2 x hfma + hadd + hmul (thread-level SASS counts)"),
+    Derivation("inst_global_ld", "requests", ("global_ld_sectors", "_gld_per_request"), "inst_global_ld = gld_transactions / gld_transactions_per_request"),
+    Derivation("inst_global_st", "requests", ("global_st_sectors", "_gst_per_request"), "inst_global_st = gst_transactions / gst_transactions_per_request"),
+    Derivation("inst_shared_ld", "requests", ("shared_ld_wavefronts", "_shared_ld_per_request"), "inst_shared_ld = shared_load_transactions / shared_load_transactions_per_request"),
+    Derivation("inst_shared_st", "requests", ("shared_st_wavefronts", "_shared_st_per_request"), "inst_shared_st = shared_store_transactions / shared_store_transactions_per_request"),
+    Derivation("inst_local_ld", "requests", ("local_ld_sectors", "_local_ld_per_request"), "inst_local_ld = local_load_transactions / local_load_transactions_per_request"),
+    Derivation("inst_local_st", "requests", ("local_st_sectors", "_local_st_per_request"), "inst_local_st = local_store_transactions / local_store_transactions_per_request"),
+    Derivation("inst_issued", "weighted", ("_inst_issued1*1", "_inst_issued2*2"), "inst_issued = inst_issued1 + 2 x inst_issued2 (single- and dual-issue cycles)"),
+    Derivation("inst_executed", "product", ("_inst_per_warp", "warps_launched"), "inst_executed = inst_per_warp x warps_launched"),
+    Derivation("inst_executed", "warps", ("_inst_per_warp", "grid_blocks", "block_threads"), "inst_executed = inst_per_warp x grid_blocks x ceil(block_threads / 32)"),
+    Derivation("inst_executed", "product", ("_executed_ipc", "sm_active_cycles_sum"), "inst_executed = executed_ipc x active_cycles (IPC is a rate over the kernel's cycles)", time=True),
+    Derivation("inst_issued", "product", ("_issued_ipc", "sm_active_cycles_sum"), "inst_issued = issued_ipc x active_cycles (IPC is a rate over the kernel's cycles)", time=True),
 )
 
+TIME_MARK = " (time)"
 _WEIGHT = re.compile(r"^(?P<name>[^*]+)(?:\*(?P<w>[-+0-9.eE]+))?$")
 
 
 def canonicalize(frame: pd.DataFrame, kinds: dict[str, str], notes: list[str]) -> pd.DataFrame:
-    """Rename aliased metrics, derive combined columns, return a new frame.
+    """Rename aliased metrics, sum subpartition events, derive combined columns; a new frame.
 
     ``kinds`` maps metric columns to their base unit (for aliases that only
-    apply to one kind, e.g. "Memory Throughput" in % versus bytes/s).
-    Derivations only fill values that are still missing, so calling this again
-    after merging files is safe. ``notes`` receives one line per derivation used.
+    apply to one kind, e.g. "Memory Throughput" in % versus bytes/s); a level
+    converted in place to a fraction is recorded there as "fraction", so a
+    second call (after merging files) does not convert it again. Derivations
+    only fill values that are still missing, so calling this again is safe.
+    ``notes`` receives the formula of every derivation used; the ``derived``
+    column names, per kernel, the columns that were derived (see ``derived_from``).
     """
-    table = aliases()
+    targets = map_counters(list(frame.columns), kinds)
     parts: dict[str, pd.Series] = {}
     by_target: dict[str, list[tuple[int, str, Alias]]] = {}
-    for col in frame.columns:
-        alias = table.get(col)
-        if alias is None or alias.target == col:
+    scaled: dict[str, pd.Series] = {}
+    for col, target in targets.items():
+        if target is None or col in CANONICAL_COLUMNS:
             continue
-        if alias.kind and kinds.get(col, alias.kind) != alias.kind:
+        alias = _resolve(col, kinds.get(col))
+        assert alias is not None
+        if target == col:  # a level kept under its own name, rescaled (0-10 -> 0..1)
+            scaled[col] = pd.to_numeric(frame[col], errors="coerce") * alias.scale
+            kinds[col] = "fraction"
             continue
-        by_target.setdefault(alias.target, []).append((alias.order, col, alias))
+        by_target.setdefault(target, []).append((alias.order, col, alias))
     consumed: list[str] = []
     new: dict[str, pd.Series] = {}  # built apart and joined once: no fragmented frame
     for target, candidates in by_target.items():
         candidates.sort()
         values = None
-        for _, col, alias in candidates:
-            series = _numeric_or_text(frame[col], target)
-            if alias.scale != 1:
-                series = series * alias.scale
+        for _, group in _by_spelling(candidates):
+            series = _summed(frame, [col for col, _ in group], target)
+            if group[0][1].scale != 1:
+                series = series * group[0][1].scale
             values = series if values is None else values.combine_first(series)
         if target.startswith("_"):
             parts[target] = values  # raw columns stay: they have no canonical name
         else:
             new[target] = frame[target].combine_first(values) if target in frame.columns else values
             consumed.extend(col for _, col, _ in candidates)
-    for col in frame.columns:
-        # parts may also come from an earlier canonicalize call (raw columns kept)
-        alias = table.get(col)
-        if alias is not None and alias.target.startswith("_") and alias.target not in parts:
-            parts[alias.target] = pd.to_numeric(frame[col], errors="coerce")
     keep = frame.drop(columns=[c for c in consumed if c not in CANONICAL_COLUMNS] + [c for c in new if c in frame.columns])
+    if scaled:
+        keep = keep.assign(**scaled)
     _derive(keep, new, parts, notes)
     # a derivation that filled gaps of a column the input already had replaces that column
     keep = keep.drop(columns=[c for c in new if c in keep.columns])
     return pd.concat([keep, pd.DataFrame(new, index=frame.index)], axis=1)
+
+
+def _by_spelling(candidates: list[tuple[int, str, Alias]]) -> list[tuple[int, list[tuple[str, Alias]]]]:
+    """Candidates grouped by table row, earliest row first: the columns of one ``*`` pattern
+    (one per subpartition) form one group and are summed."""
+    groups: dict[int, list[tuple[str, Alias]]] = {}
+    for order, col, alias in candidates:
+        groups.setdefault(order, []).append((col, alias))
+    return sorted(groups.items())
+
+
+def _summed(frame: pd.DataFrame, cols: list[str], target: str) -> pd.Series:
+    """One column's values, or the sum of a subpartition group (a missing part makes the sum missing)."""
+    total = None
+    for col in cols:
+        series = _numeric_or_text(frame[col], target)
+        total = series if total is None else total + series
+    assert total is not None
+    return total
 
 
 def _numeric_or_text(series: pd.Series, target: str) -> pd.Series:
@@ -136,39 +233,138 @@ def _get(frame: pd.DataFrame, new: dict[str, pd.Series], parts: dict[str, pd.Ser
 
 
 def _derive(frame: pd.DataFrame, new: dict[str, pd.Series], parts: dict[str, pd.Series], notes: list[str]) -> None:
-    """Fill derived canonical columns into ``new`` (only where still missing)."""
-    for target, operation, inputs, note in DERIVATIONS:
+    """Fill derived canonical columns into ``new`` (only where still missing) and mark them in ``derived``."""
+    before = frame["derived"] if "derived" in frame.columns else pd.Series(None, index=frame.index, dtype=object)
+    before = before.astype(object).where(before.notna(), "")
+    marks: list[tuple[str, pd.Series, pd.Series]] = []  # (target, rows filled, rows time-derived)
+    timed: dict[str, pd.Series] = {}
+
+    def is_timed(name: str) -> pd.Series:
+        if name not in timed:
+            timed[name] = before.str.contains(f"(?:^|; ){re.escape(name)}{re.escape(TIME_MARK)}", regex=True)
+        return timed[name]
+
+    for d in DERIVATIONS:
         terms = []
-        for spec in inputs:
+        for spec in d.inputs:
             m = _WEIGHT.match(spec)
             assert m is not None
             terms.append((m.group("name"), float(m.group("w") or 1)))
         series = [_get(frame, new, parts, name) for name, _ in terms]
         if any(s is None for s in series):
             continue
-        if operation == "sum" or operation == "weighted":
+        if d.operation in ("sum", "weighted"):
             value = sum(s * w for s, (_, w) in zip(series, terms))
-        elif operation == "product":
-            value = series[0] * series[1] * series[2] if len(series) == 3 else np.prod(series, axis=0)
+        elif d.operation == "product":
+            value = series[0] * terms[0][1]
+            for s in series[1:]:
+                value = value * s
+        elif d.operation == "warps":
+            value = series[0] * series[1] * np.ceil(series[2] / 32.0)
         else:  # ratio / requests: a zero denominator gives missing, never inf
             denominator = series[1].where(series[1] != 0)
             value = series[0] * terms[0][1] / denominator
-            if operation == "requests":
+            if d.operation == "requests":
                 value = value.where(series[0] != 0, 0.0)
         value = pd.Series(value, index=frame.index, dtype="float64")
-        current = new.get(target, frame[target] if target in frame.columns else None)
+        current = new.get(d.target, frame[d.target] if d.target in frame.columns else None)
         if current is not None:
-            before = pd.to_numeric(current, errors="coerce")
-            filled = before.isna() & value.notna()
+            known = pd.to_numeric(current, errors="coerce")
+            filled = known.isna() & value.notna()
             if not filled.any():
                 continue
-            new[target] = before.where(~filled, value)
+            new[d.target] = known.where(~filled, value)
         else:
-            if value.isna().all():
+            filled = value.notna()
+            if not filled.any():
                 continue
-            new[target] = value
-        if note and note not in notes:
-            notes.append(note)
+            new[d.target] = value
+        if not d.formula:
+            continue
+        time = pd.Series(d.time, index=frame.index)
+        for name, _ in terms:
+            if name in CANONICAL_COLUMNS:
+                time = time | is_timed(name)
+        timed[d.target] = is_timed(d.target) | (filled & time)
+        marks.append((d.target, filled, filled & time))
+        if d.formula not in notes:
+            notes.append(d.formula)
+    if marks:
+        text = before.copy()
+        for target, filled, time in marks:
+            label = np.where(time.to_numpy(), target + TIME_MARK, target)
+            add = np.where(text.to_numpy() == "", label, np.char.add("; ", label.astype(str)).astype(object))
+            text = text.where(~filled.to_numpy(), text + pd.Series(add, index=text.index))
+        new["derived"] = text.where(text != "", None)
+
+
+def derived_from(kernels: pd.DataFrame, notes: list[str] | None = None) -> dict[str, dict]:
+    """The derivation record per canonical column: which formulas, from which counters, how many
+    kernels, and how many of them are time-derived (from the duration or a rate over it).
+
+    ``notes`` (the input files' notes) narrows the formulas to those that were used.
+    A model input used to judge accuracy must not be time-derived: see ``time_derived``.
+    """
+    if "derived" not in kernels.columns:
+        return {}
+    text = kernels["derived"].dropna().astype(str)
+    if text.empty:
+        return {}
+    labels = text.str.split("; ").explode()
+    counts = labels.value_counts()
+    out: dict[str, dict] = {}
+    for d in DERIVATIONS:
+        if not d.formula or d.target in out:
+            continue
+        plain, timed = int(counts.get(d.target, 0)), int(counts.get(d.target + TIME_MARK, 0))
+        if not plain and not timed:
+            continue
+        ways = [x for x in DERIVATIONS if x.target == d.target and x.formula]
+        used = [x for x in ways if notes is None or x.formula in notes] or ways
+        out[d.target] = {
+            "formulas": [x.formula for x in used],
+            "inputs": sorted({_input_name(i) for x in used for i in x.inputs}),
+            "kernels": plain + timed,
+            "time_derived_kernels": timed,
+            "time_derived": timed > 0,
+        }
+    return out
+
+
+def _input_name(spec: str) -> str:
+    """A derivation input as the user knows it: a canonical column, or the profiler counters of a part."""
+    m = _WEIGHT.match(spec)
+    assert m is not None
+    name = m.group("name")
+    if not name.startswith("_"):
+        return name
+    feeding = sorted(a.metric for rows in aliases().values() for a in rows if a.target == name)
+    return " or ".join(feeding) or name
+
+
+def time_derived(kernels: pd.DataFrame, column: str) -> pd.Series:
+    """Per kernel: is ``column``'s value computed from the duration or a rate over it?
+
+    The accuracy benchmark blanks these values (``without_time_derived``) so the
+    measured time never reaches a prediction through a derived counter.
+    """
+    if "derived" not in kernels.columns:
+        return pd.Series(False, index=kernels.index)
+    text = kernels["derived"].astype(object).where(kernels["derived"].notna(), "").astype(str)
+    return text.str.contains(f"(?:^|; ){re.escape(column)}{re.escape(TIME_MARK)}", regex=True)
+
+
+def without_time_derived(kernels: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``kernels`` where every time-derived value is missing (counted values stay)."""
+    records = derived_from(kernels)
+    out = kernels
+    for column, record in records.items():
+        if not record["time_derived"]:
+            continue
+        if out is kernels:
+            out = kernels.copy()
+        out[column] = out[column].mask(time_derived(kernels, column))
+    return out
 
 
 # ---- final shape ---------------------------------------------------------------
@@ -341,6 +537,7 @@ def to_parsed(frame: pd.DataFrame, kinds: dict[str, str], info: InputFile, *, pe
               storage: np.ndarray | None = None) -> Parsed:
     """The last step of every CSV importer: canonical columns, final shape, and what the
     file contributed (kernel rows, device names) recorded in ``info``."""
+    record_coverage(frame, kinds, info)
     frame = finish(canonicalize(frame, kinds, info.notes), storage=storage)
     info.kernels = len(frame)
     devices = frame["device"].dropna().unique() if "device" in frame.columns else []
@@ -348,11 +545,49 @@ def to_parsed(frame: pd.DataFrame, kinds: dict[str, str], info: InputFile, *, pe
     return Parsed(frame=frame, info=info, per_kernel=per_kernel, join=join, kinds=kinds)
 
 
+def record_coverage(frame: pd.DataFrame, kinds: dict[str, str], info: InputFile) -> None:
+    """Record in ``info`` what becomes of every counter column of one file (before ``canonicalize``):
+    mapped (to which canonical column, or which derivation uses it), unmapped (kept raw by name),
+    and the values of mapped columns that are text no number could be read from."""
+    from nvperf_bridge.importers.text import unparsed
+
+    users: dict[str, list[str]] = {}
+    for d in DERIVATIONS:
+        for spec in d.inputs:
+            m = _WEIGHT.match(spec)
+            assert m is not None
+            users.setdefault(m.group("name"), []).append(d.target)
+    lines = frame["source_row"] if "source_row" in frame.columns else None
+    for col, target in map_counters([c for c in frame.columns if not str(c).startswith("_")], kinds).items():
+        if target is None:
+            info.unmapped.append(col)
+            continue
+        if target == col and col not in CANONICAL_COLUMNS:
+            info.mapped[col] = "level 0-10 converted to a fraction (level / 10), kept under its own name"
+        elif target.startswith("_"):
+            info.mapped[col] = "used to derive " + ", ".join(dict.fromkeys(users.get(target, []))) if target in users else target
+        else:
+            info.mapped[col] = target
+        values = frame[col]
+        spec = CANONICAL_COLUMNS.get(target)
+        if values.dtype != object or (spec is not None and spec.dtype == "str"):
+            continue
+        bad = unparsed(values, _numeric_or_text(values, target))
+        if bad.any():
+            first = bad.idxmax()
+            where = f", first at line {int(lines[first])}" if lines is not None and pd.notna(lines[first]) else ""
+            info.unparsed[col] = f"{int(bad.sum())} value{'s' if bad.sum() != 1 else ''}{where}: {str(values[first])[:40]!r}"
+
+
 def alias_metrics() -> frozenset[str]:
-    """Every profiler column name the alias table maps (to a canonical column or a part of one)."""
+    """Every exact profiler column name the two tables map (to a canonical column or a part of one)."""
     from importlib import resources
     import csv as _csv
 
-    with resources.files("nvperf_bridge").joinpath("data/metric_aliases.csv").open(encoding="utf-8") as handle:
-        return frozenset(row[0].strip() for row in _csv.reader(handle)
-                         if row and row[0].strip() and not row[0].startswith("#") and row[0] != "metric")
+    names: set[str] = set()
+    for table in ("metric_aliases.csv", "nvprof_events.csv"):
+        with resources.files("nvperf_bridge").joinpath(f"data/{table}").open(encoding="utf-8") as handle:
+            names.update(row[0].strip() for row in _csv.reader(handle)
+                         if row and row[0].strip() and not row[0].startswith("#") and row[0] not in ("metric", "event")
+                         and "*" not in row[0])
+    return frozenset(names)

@@ -1,0 +1,102 @@
+"""Issue 13: every counter a file carries is mapped or listed as unmapped by name; derivations are recorded."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from conftest import realdata_files
+
+from nvperf_bridge.cli import main
+from nvperf_bridge.errors import InputError
+from nvperf_bridge.importers import read_profiles
+
+
+def _metric_values(path: Path) -> dict[str, set[str]] | None:
+    """Counter name -> the values a long-format file gives it (nvprof metrics/events, ncu details), read with csv."""
+    rows = list(csv.reader(line for line in path.read_text().splitlines() if not line.startswith("==")))
+    for i, row in enumerate(rows):
+        for col in ("Metric Name", "Event Name"):
+            if col in row:
+                at, value = row.index(col), row.index("Avg") if "Avg" in row else row.index("Metric Value")
+                out: dict[str, set[str]] = {}
+                for r in rows[i + 1:]:
+                    if len(r) > at and r[at]:
+                        out.setdefault(r[at], set()).add(r[value].strip() if len(r) > value else "")
+                return out
+    return None
+
+
+@pytest.mark.parametrize("path", [p for p in realdata_files() if p.suffix != ".yaml"], ids=lambda p: p.name[:60])
+def test_every_counter_of_a_realdata_file_is_mapped_or_listed(path: Path) -> None:
+    try:
+        result = read_profiles([path])
+    except InputError:
+        return  # the error-only file: test_importers_realdata checks its message
+    info = result.inputs[0]
+    assert info.mapped or info.unmapped
+    assert not set(info.mapped) & set(info.unmapped)
+    assert not info.unparsed, info.unparsed
+    values = _metric_values(path)
+    if values is None:
+        return
+    # a long format: every metric of the file is accounted for, by name ...
+    assert set(values) <= set(info.mapped) | set(info.unmapped), sorted(set(values) - set(info.mapped) - set(info.unmapped))
+    for name in info.unmapped:  # ... and an unmapped one is kept under its name unless it holds no value at all
+        assert name in result.kernels.columns or values[name] <= {"", "n/a"}, name
+
+
+def test_magus_metrics_map_the_documented_nvprof_vocabulary(realdata_dir: Path) -> None:
+    result = read_profiles([next(realdata_dir.rglob("magus__metrics_parboil_sgemm.csv"))])
+    info = result.inputs[0]
+    assert len(info.mapped) + len(info.unmapped) == 120
+    for name, target in [("l2_read_transactions", "l2_read_bytes"), ("dram_utilization", "sol_dram_fraction"),
+                         ("local_load_transactions", "local_ld_sectors"), ("achieved_occupancy", "achieved_occupancy")]:
+        assert info.mapped[name] == target
+    assert info.mapped["inst_per_warp"] == "used to derive inst_executed"
+    assert "stall_sync" in info.unmapped
+    k = result.kernels.iloc[0]
+    assert k["l2_read_bytes"] == 20896 * 32 and k["sol_dram_fraction"] == pytest.approx(0.1)  # "Low (1)"
+
+
+def test_magus_corpus_model_inputs_are_never_time_derived(realdata_dir: Path) -> None:
+    """The accuracy set: no column a model reads may carry the measured time through a derivation."""
+    corpus = realdata_dir / "magus-corpus"
+    if not corpus.is_dir():
+        pytest.skip("magus-corpus is not present")
+    for metrics in sorted(corpus.glob("metrics_*.csv")):
+        result = read_profiles([metrics, corpus / metrics.name.replace("metrics_", "traces_")])
+        timed = {c for c, d in result.derived_from.items() if d["time_derived"]}
+        assert not timed, (metrics.name, timed)
+
+
+EVENTS = ('==4242== Event result:\n"Device","Kernel","Invocations","Event Name","Min","Max","Avg"\n'
+          + "".join(f'"Tesla K40m (0)","k(int*)",2,"{n}",{v},{v},{v}\n'
+                    for n, v in [("fb_subp0_read_sectors", 10), ("fb_subp1_read_sectors", 20), ("ipc", 2.0),
+                                 ("active_cycles", 50), ("tex1_cache_sector_queries", 3)]))
+
+
+def test_inspect_prints_a_coverage_line_per_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "events.csv"
+    path.write_text(EVENTS)
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert ("coverage: 1 kernels read; 5 counters: 4 mapped, 1 unmapped; 1 columns derived "
+            "(1 from the duration or a rate over it); 0 values not parsed") in out
+    assert "unmapped (kept raw): tex1_cache_sector_queries" in out
+    assert "derived inst_executed for 1 kernels: inst_executed = executed_ipc x active_cycles" in out
+    assert "[time-derived for 1]" in out
+
+
+def test_inspect_json_carries_the_coverage_and_the_derivation_record(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "events.csv"
+    path.write_text(EVENTS)
+    assert main(["inspect", "--json", str(path)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    cov = report["files"][0]["coverage"]
+    assert cov["mapped"]["fb_subp1_read_sectors"] == "dram_read_bytes" and cov["unmapped"] == ["tex1_cache_sector_queries"]
+    assert report["derived_from"]["inst_executed"]["time_derived"] is True
+    assert set(report["derived_from"]) == {"inst_executed"}  # dram_bytes needs the write sectors too: not derived
