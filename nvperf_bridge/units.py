@@ -30,7 +30,7 @@ UNITS: dict[str, tuple[float, str]] = {
     "ps": (1e-3, "ns"), "psecond": (1e-3, "ns"),
     "ns": (1.0, "ns"), "nsecond": (1.0, "ns"),
     "us": (1e3, "ns"), "usecond": (1e3, "ns"),
-    "ms": (1e6, "ns"), "msecond": (1e6, "ns"),
+    "ms": (1e6, "ns"), "msecond": (1e6, "ns"), "msec": (1e6, "ns"), "usec": (1e3, "ns"), "nsec": (1.0, "ns"),
     "s": (1e9, "ns"), "second": (1e9, "ns"), "sec": (1e9, "ns"),
     # frequency
     "hz": (1.0, "Hz"), "Hz": (1.0, "Hz"), "cycle/second": (1.0, "Hz"), "cycle/s": (1.0, "Hz"),
@@ -123,18 +123,27 @@ def convert(values: "pd.Series", units: "pd.Series") -> tuple["pd.Series", "pd.S
     return converted, pd.Series(bases[codes], index=values.index), unknown
 
 
-def parse_cells(values: "pd.Series") -> tuple["pd.Series", "pd.Series", set[str], "pd.Series"]:
+def parse_cells(values: "pd.Series", unit: str = "") -> tuple["pd.Series", "pd.Series", set[str], "pd.Series"]:
     """Cells that carry their unit in the text (nvprof: ``1.5829ms``, ``12.052us``, ``3.2GB/s``, ``68.7%``)
     -> (values in base units, base unit per cell, unknown unit strings, mask of cells that are not numbers).
 
     Each cell is converted by its own unit (nvprof picks one per value: ``731.55us`` beside
-    ``57.452ms`` in one row). A plain number has no unit (base "count"); a missing cell or an
-    n/a token is NaN and not in the mask; a cell that is neither a number nor number+unit is
-    NaN and in the mask, so the caller can name it (never a silent zero).
+    ``57.452ms`` in one row). A plain number takes the column's ``unit`` (a units row's entry;
+    default none: base "count"); a utilisation level ``"High (7)"`` is its number, with no unit.
+    A missing cell or an n/a token is NaN and not in the mask; a cell that is neither a number
+    nor number+unit is NaN and in the mask, so the caller can name it (never a silent zero).
+    Vectorised: regexes over the column, one unit lookup per distinct unit string.
     """
     from nvperf_bridge.importers.text import parse_numbers, split_value_unit, unparsed
 
-    number_text, unit = split_value_unit(values)
+    number_text, cell_unit = split_value_unit(values)
+    if unit:
+        text = values.astype(object).fillna("").astype(str)
+        level = text.str.contains(_LEVEL_CELL, regex=True)
+        cell_unit = cell_unit.where((cell_unit != "") | level, unit)
     numbers = parse_numbers(number_text)
-    converted, bases, unknown = convert(numbers, unit)
+    converted, bases, unknown = convert(numbers, cell_unit)
     return converted, bases, unknown, unparsed(values, numbers)
+
+
+_LEVEL_CELL = r"^\s*[A-Za-z][A-Za-z ]*\(\s*[-+]?\d+(?:\.\d+)?\s*\)\s*$"  # "High (7)": a level, not a bare number
