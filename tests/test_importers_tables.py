@@ -25,7 +25,7 @@ def test_event_table_then_metric_table_give_one_row_per_kernel_with_both() -> No
     assert list(k.index) == ["matMul", "vecScale"]
     # from the Event table (the first): Kepler request events
     assert k.loc["matMul", "inst_global_ld"] == 262144
-    assert k.loc["matMul", "elapsed_cycles_sm"] == 1502514
+    assert k.loc["matMul", "sm_cycles_sum"] == 1502514  # event elapsed_cycles_sm (data/nvprof_events.csv)
     # from the Metric table after the blank line and the banner: not lost
     assert k.loc["matMul", "inst_executed"] == 9437184
     assert k.loc["vecScale", "achieved_occupancy"] == pytest.approx(0.801)
