@@ -29,7 +29,7 @@ def _metric_values(path: Path) -> dict[str, set[str]] | None:
     return None
 
 
-@pytest.mark.parametrize("path", [p for p in realdata_files() if p.suffix != ".yaml"], ids=lambda p: p.name[:60])
+@pytest.mark.parametrize("path", realdata_files(), ids=lambda p: p.name[:60])
 def test_every_counter_of_a_realdata_file_is_mapped_or_listed(path: Path) -> None:
     try:
         result = read_profiles([path])
@@ -100,3 +100,27 @@ def test_inspect_json_carries_the_coverage_and_the_derivation_record(tmp_path: P
     assert cov["mapped"]["fb_subp1_read_sectors"] == "dram_read_bytes" and cov["unmapped"] == ["tex1_cache_sector_queries"]
     assert report["derived_from"]["inst_executed"]["time_derived"] is True
     assert set(report["derived_from"]) == {"inst_executed"}  # dram_bytes needs the write sectors too: not derived
+
+
+def test_values_no_number_can_be_read_from_are_named_by_column(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    metrics = tmp_path / "metrics.csv"
+    head = '==1== Metric result:\n"Device","Kernel","Invocations","Metric Name","Metric Description","Min","Max","Avg"\n'
+    metrics.write_text(head + '"GeForce GTX 1080 Ti (0)","k(int*)",1,"inst_executed","Instructions Executed",5,5,5\n'
+                       '"GeForce GTX 1080 Ti (0)","k(int*)",1,"gld_efficiency","Efficiency",1,1,"<overflow>"\n'
+                       '"GeForce GTX 1080 Ti (0)","k2(int*)",1,"inst_executed","Instructions Executed",5,5,"12..5"\n')
+    details = tmp_path / "details.csv"
+    details.write_text('"ID","Process ID","Process Name","Host Name","Kernel Name","Kernel Time","Context","Stream",'
+                       '"Section Name","Metric Name","Metric Unit","Metric Value"\n'
+                       '"0","7","app","host","k(float*)","2024-Jan-01 10:00:00","1","7","SOL","Duration","nsecond","1,500"\n'
+                       '"1","7","app","host","k(float*)","2024-Jan-01 10:00:01","1","7","SOL","Duration","nsecond","n/a"\n'
+                       '"2","7","app","host","k(float*)","2024-Jan-01 10:00:02","1","7","SOL","Duration","nsecond","soon"\n')
+    result = read_profiles([metrics])
+    assert result.inputs[0].unparsed == {"gld_efficiency": "1 value, first at line 4: '<overflow>'",
+                                         "inst_executed": "1 value, first at line 5: '12..5'"}
+    info = read_profiles([details]).inputs[0]
+    assert set(info.unparsed) == {"Duration"} and info.unparsed["Duration"].startswith("1 value")  # n/a is missing
+    assert main(["inspect", str(metrics), str(details)]) == 0
+    out = capsys.readouterr().out
+    assert "not parsed in inst_executed: 1 value, first at line 5: '12..5' (kept as missing)" in out
+    assert "not parsed in Duration: 1 value" in out and "'soon'" in out

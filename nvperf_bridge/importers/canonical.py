@@ -570,13 +570,27 @@ def record_coverage(frame: pd.DataFrame, kinds: dict[str, str], info: InputFile)
             info.mapped[col] = target
         values = frame[col]
         spec = CANONICAL_COLUMNS.get(target)
-        if values.dtype != object or (spec is not None and spec.dtype == "str"):
+        if values.dtype.kind in "fiubmM" or (spec is not None and spec.dtype == "str"):
             continue
         bad = unparsed(values, _numeric_or_text(values, target))
         if bad.any():
             first = bad.idxmax()
             where = f", first at line {int(lines[first])}" if lines is not None and pd.notna(lines[first]) else ""
             info.unparsed[col] = f"{int(bad.sum())} value{'s' if bad.sum() != 1 else ''}{where}: {str(values[first])[:40]!r}"
+
+
+def unparsed_by_name(names: pd.Series, bad: pd.Series, lines: pd.Series, values: pd.Series) -> dict[str, str]:
+    """For long formats (one row per kernel and metric): per metric name, the values no number could be
+    read from, as ``InputFile.unparsed`` holds them ("N values, first at line L: 'text'")."""
+    if not bad.any():
+        return {}
+    rows = pd.DataFrame({"name": names[bad].astype(str), "line": lines[bad], "value": values[bad].astype(str)})
+    out: dict[str, str] = {}
+    for name, group in rows.groupby("name", sort=False):
+        count = len(group)
+        out[str(name)] = (f"{count} value{'s' if count != 1 else ''}, first at line {int(group['line'].iloc[0])}: "
+                          f"{group['value'].iloc[0][:40]!r}")
+    return out
 
 
 def alias_metrics() -> frozenset[str]:

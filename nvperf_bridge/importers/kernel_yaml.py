@@ -26,7 +26,7 @@ from nvperf_bridge.columns import CANONICAL_COLUMNS
 from nvperf_bridge.errors import InputError
 from nvperf_bridge.importers.errors import brief
 from nvperf_bridge.importers.base import Parsed
-from nvperf_bridge.importers.canonical import canonicalize, finish
+from nvperf_bridge.importers.canonical import canonicalize, finish, record_coverage
 from nvperf_bridge.kernelframe import InputFile
 
 FORMAT = "kernel-yaml"
@@ -91,10 +91,12 @@ def read(path: Path, text: str) -> Parsed:
     if doc.get("cc") is not None:
         frame["cc"] = frame["cc"].fillna(str(doc["cc"])) if "cc" in frame.columns else str(doc["cc"])
     notes: list[str] = []
+    info = InputFile(path=str(path), format=FORMAT, kernels=0, device=device or gpu, notes=notes)
+    record_coverage(frame, {}, info)  # inspect's coverage line: every key mapped or listed by name
     frame = finish(canonicalize(frame, {}, notes))
     if gpu is not None:
         notes.append(f"gpu profile hint: {gpu}")
-    info = InputFile(path=str(path), format=FORMAT, kernels=len(frame), device=device or gpu, notes=notes)
+    info.kernels = len(frame)
     return Parsed(frame=frame, info=info, per_kernel=bool((frame["invocations"] > 1).any()), join="none")
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from nvperf_bridge.errors import InputError
 from nvperf_bridge.importers.base import Parsed
-from nvperf_bridge.importers.canonical import to_parsed
+from nvperf_bridge.importers.canonical import to_parsed, unparsed_by_name
 from nvperf_bridge.importers.sniff import Sniffed
 from nvperf_bridge.importers.text import (
     parse_numbers,
@@ -68,6 +68,7 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
     if bad.any():
         info.notes.append(f"{int(bad.sum())} values that are not numbers kept as missing "
                           f"(first at line {int(raw.loc[bad, '_line'].iloc[0])})")
+        info.unparsed.update(unparsed_by_name(raw[name_col], bad, raw["_line"], raw["Avg"]))  # inspect's coverage line
 
     n_kernel = int(kernel_codes.max()) + 1 if len(kernel_codes) else 0
     grid = np.full((n_kernel, len(metric_names)), np.nan)
