@@ -54,16 +54,22 @@ count (a warp executes each instruction once for its 32 threads).
   ``TABLE_1_CYCLES``; counters do not say which opcode ran, so the model
   charges every computation instruction ``cost_comp``.
 - ``P`` (computation instruction proportion, Section 3.4) = computation cost
-  / (computation cost + memory cost), costs from that table, per warp.
+  / (computation cost + memory cost), costs from that table, per warp. The
+  memory cost is the memory tasks' own, ``N_trans x t_mem`` per memory
+  instruction (option ``memory_cost: per-transaction``, default), so that P and
+  ``m_i`` are in one unit; ``per-instruction`` charges every ld/st ``t_mem``
+  once, as Section 3.4 prints it (the two agree for a warp of one transaction).
 - ``c_i`` = computation cost per warp / K; ``m_i`` = (memory instructions
   per period) x ``N_trans`` x ``t_mem`` -- each of the ``N_trans``
   transactions costs ``t_mem``, which is what (1) says: a warp moves
   ``N_thread * D_mem`` bytes in ``N_trans * t_mem`` cycles.
-- ``N_trans`` = (``global_ld_sectors + global_st_sectors``) / memory
-  instructions / ``sectors_per_transaction`` (option, default 1). nvprof's
-  ``gld_transactions`` on compute 1.x are the paper's transactions; on
-  sector GPUs a transaction is a 32-byte sector (a coalesced warp of 4-byte
-  words is 4): set ``sectors_per_transaction: 4`` to count 128-byte lines.
+- ``N_trans`` = (``global_ld_sectors + global_st_sectors``, 32-byte sectors on
+  every GPU: ``counters.global_sectors``) / memory instructions /
+  ``sectors_per_transaction``. That option defaults to the profile's
+  ``coalesced_sectors_per_request``: a transaction is what one coalesced warp
+  request moves, 1 nvprof transaction on compute 1.x (the paper's GTX 260) and
+  4 x 32-byte sectors on later GPUs, so a coalesced warp of 4-byte words is
+  one transaction everywhere and costs ``t_mem`` once, not four times.
 - ``D_mem`` = bytes per thread per access (option, default 4: the paper's
   float benchmarks). ``N_thread`` = the profile's ``warp_size``.
 - ``N_act`` = active warps per SM = achieved_occupancy x ``max_warps_per_sm``
@@ -101,13 +107,18 @@ Deviations from the printed equations (each documented in docs/models/luo-suda.m
   denominator, MPD = min{N_act, floor(GPU_bwt / (N_sm Warp_bwt))}: the number
   of warps per SM whose concurrent accesses fit the SM's share of the
   bandwidth (the printed form makes MPD *fall* as warps are added, which caps
-  a saturated kernel far below the device bandwidth). Default: as printed.
+  a saturated kernel far below the device bandwidth and makes Fig. 8's linear
+  kernel slow down past 4 warps). Default: per-sm; ``mpd_form: printed`` is
+  the published form.
 
 Options (``options`` mapping; any constant name may also be given to override it)
 -------------------------------------------------------------------------------
 ``D_mem`` (float, 4.0), ``mem_insts_per_task`` (float, 1.0),
-``sectors_per_transaction`` (float, 1.0), ``mpd_form`` ("printed" | "per-sm"),
-``cpd_min`` (float > 0, 1.0).
+``sectors_per_transaction`` (float, the profile's ``coalesced_sectors_per_request``),
+``mpd_form`` ("per-sm" | "printed"), ``memory_cost`` ("per-transaction" |
+"per-instruction"), ``cpd_min`` (float > 0, 1.0). The published form is
+``mpd_form: printed, memory_cost: per-instruction`` (and, on a sector GPU,
+``sectors_per_transaction: 1``).
 
 Outputs
 -------
@@ -133,7 +144,7 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge.columns import describe_missing
-from nvperf_bridge.counters import sm_clock
+from nvperf_bridge.counters import global_sectors, sm_clock
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
 from nvperf_bridge.launch import launch_geometry
@@ -174,7 +185,9 @@ INSTRUCTION_CLASSES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("other computation", "cost_comp", ("inst_executed",)),  # minus the two classes above
 )
 
-MPD_FORMS = ("printed", "per-sm")
+MPD_FORMS = ("per-sm", "printed")  # the first is the default
+MEMORY_COSTS = ("per-transaction", "per-instruction")  # the first is the default
+DEFAULT_COALESCED_SECTORS = 4.0  # sector GPUs: a coalesced warp of 4-byte words is 4 x 32-byte sectors
 
 PERIOD_TYPE_LABELS = {
     1: "type 1: c >= m (memory hidden by computation)",
@@ -294,9 +307,13 @@ class LuoSudaModel:
              for name, value in constant_values(self, gpu).items()}
         D_mem = number_option(options, "D_mem", 4.0, self.id, positive=True)
         mem_per_task = number_option(options, "mem_insts_per_task", 1.0, self.id, positive=True)
-        sectors_per_transaction = number_option(options, "sectors_per_transaction", 1.0, self.id, positive=True)
+        # one transaction = what a coalesced warp request moves on this GPU (the profile's
+        # coalesced_sectors_per_request: 1 nvprof transaction on compute 1.x, 4 x 32-byte sectors after)
+        profile_c = float(gpu.get("coalesced_sectors_per_request", DEFAULT_COALESCED_SECTORS))
+        sectors_per_transaction = number_option(options, "sectors_per_transaction", profile_c, self.id, positive=True)
         cpd_min = number_option(options, "cpd_min", 1.0, self.id, positive=True)
-        form = choice_option(options, "mpd_form", MPD_FORMS, self.id)
+        form = choice_option(options, "mpd_form", MPD_FORMS, self.id)  # per-sm by default (note 6)
+        memory_cost = choice_option(options, "memory_cost", MEMORY_COSTS, self.id)  # per-transaction (note 7)
 
         clock_hz, clock_source = sm_clock(kernels, gpu)
         geometry = launch_geometry(kernels, gpu)  # computed once per frame, shared by the models
@@ -313,12 +330,15 @@ class LuoSudaModel:
         I_comp = np.maximum(I_total - I_gmem - I_smem, 0.0)
 
         cost_c = I_comp * k["cost_comp"] + I_smem * k["cost_shared"]  # computation cost per warp (Table 1)
-        cost_m = I_gmem * k["t_mem"]  # memory cost per warp (Table 1 ld/st)
         with np.errstate(divide="ignore", invalid="ignore"):
-            P = cost_c / (cost_c + cost_m)  # computation instruction proportion, Section 3.4
             requests = column_or_nan(kernels, "inst_global_ld") + column_or_nan(kernels, "inst_global_st")
-            sectors = column_or_nan(kernels, "global_ld_sectors") + column_or_nan(kernels, "global_st_sectors")
+            ld_sectors, st_sectors, sectors_source = global_sectors(kernels, gpu)  # 32-byte sectors on every GPU
+            sectors = ld_sectors + st_sectors
             N_trans = (sectors / requests / sectors_per_transaction).where(requests > 0, 0.0)
+            # the memory cost per warp in the unit of the memory tasks m_i (t_mem per transaction), or as
+            # Section 3.4 prints it: every PTX ld/st at Table 1's t_mem, whatever its transactions
+            cost_m = I_gmem * N_trans * k["t_mem"] if memory_cost == "per-transaction" else I_gmem * k["t_mem"]
+            P = cost_c / (cost_c + cost_m)  # computation instruction proportion, Section 3.4
 
         # K identical calculate periods per warp (at least one).
         K = np.maximum(I_gmem / mem_per_task, 1.0)
@@ -378,7 +398,8 @@ class LuoSudaModel:
             "CPD1": cp["CPD1"], "CPD2": cp["CPD2"], "CPD": cp["CPD"], "c_i": c_i, "m_i": m_i, "periods": K,
             "T_first": first["T_i"], "T_steady": np.where(steady_used, steady["T_i"], np.nan),
             "T_p": T_p, "T_c": T_c, "period_type": kind.where(good), "Rep": Rep, "clock_source": clock_source,
-            "I_smem_source": I_smem_source,
+            "I_smem_source": I_smem_source, "sectors_per_transaction": sectors_per_transaction,
+            "sectors_source": sectors_source, "mpd_form": form, "memory_cost": memory_cost,
         }
         for name, values in details.items():
             result[name] = values if np.isscalar(values) else np.asarray(values)

@@ -31,6 +31,9 @@ A, B, C, D = 3.0, 11.0, 0.5, 80.0  # Section 3.4
 T_MEM, COST_COMP = 200.0, 65.0  # Table 1
 
 
+PUBLISHED = {"mpd_form": "printed", "memory_cost": "per-instruction"}  # Eq. (2) and Section 3.4 as printed
+
+
 def run(rows: list[dict], **options: float | str) -> pd.DataFrame:
     analysis = analyze(ImportResult(kernels=pd.DataFrame(rows), inputs=[]), gpu="gtx260", model_ids=["luo-suda"],
                        options={"luo-suda": options})
@@ -153,7 +156,7 @@ def kernel(name: str, per_warp_insts: float, per_warp_loads: float, sectors_per_
 
 
 def test_compute_heavy_kernel_by_hand() -> None:
-    result = run([kernel("compute", 40, 4, 2)])
+    result = run([kernel("compute", 40, 4, 2)], **PUBLISHED)
     # per warp: 40 instructions, 4 global loads (2 transactions each), 36 computation instructions
     cost_c = 36 * COST_COMP  # 2340 clocks
     cost_m = 4 * T_MEM  # 800 clocks
@@ -178,7 +181,7 @@ def test_compute_heavy_kernel_by_hand() -> None:
 
 
 def test_memory_heavy_kernel_by_hand() -> None:
-    result = run([kernel("memory", 10, 4, 8)])
+    result = run([kernel("memory", 10, 4, 8)], **PUBLISHED)
     # per warp: 10 instructions, 4 uncoalesced loads (8 transactions each), 6 computation instructions
     cost_c, cost_m = 6 * COST_COMP, 4 * T_MEM  # 390, 800
     P = cost_c / (cost_c + cost_m)  # 0.3277 <= c
@@ -207,7 +210,7 @@ def test_memory_heavy_kernel_by_hand() -> None:
 def test_options_change_the_documented_inputs() -> None:
     base = kernel("memory", 10, 4, 8)
     plain, per_sm, grouped, lines = (
-        run([base]).iloc[0], run([base], mpd_form="per-sm").iloc[0],
+        run([base], mpd_form="printed").iloc[0], run([base], mpd_form="per-sm").iloc[0],
         run([base], mem_insts_per_task=2).iloc[0], run([base], sectors_per_transaction=4).iloc[0],
     )
     # per-SM reading: floor(90.097 / (24 * 0.08)) = 46 -> min(16, 46) = 16
@@ -268,7 +271,8 @@ def test_worked_example_file_on_the_gtx260() -> None:
     if not paths:
         pytest.skip("no examples/papers/luo-suda-*.yaml")
     doc = yaml.safe_load(paths[0].read_text(encoding="utf-8"))
-    analysis = analyze(importers.read_profiles(paths[:1]), gpu=doc.get("gpu"), model_ids=["luo-suda"])
+    analysis = analyze(importers.read_profiles(paths[:1]), gpu=doc.get("gpu"), model_ids=["luo-suda"],
+                       options={"luo-suda": PUBLISHED})  # the file's hand computations are the published form
     result = analysis.runs["luo-suda"].result
     # each item carries its hand-computed answer (worked in the file's comments) as raw columns
     for (_, got), item in zip(result.iterrows(), doc["kernels"]):
@@ -292,3 +296,29 @@ def test_uncollected_shared_counts_are_named_not_silently_zero() -> None:
     assert (result["error"] == "").all()
     assert result.loc[0, "I_smem_source"] == "inst_shared_ld + inst_shared_st"
     assert "smsp__inst_executed_op_shared_ld.sum" in result.loc[1, "I_smem_source"]
+
+
+def test_defaults_keep_p_and_the_memory_tasks_in_one_unit() -> None:
+    """memory_cost per-transaction (default): P charges each memory instruction the N_trans x t_mem
+    its memory task m_i costs; the published per-instruction P charges t_mem once."""
+    row = kernel("memory", 10, 4, 8)  # 4 loads of 8 transactions, 6 computation instructions
+    default, published = run([row]).iloc[0], run([row], **PUBLISHED).iloc[0]
+    assert default["P"] == pytest.approx(6 * COST_COMP / (6 * COST_COMP + 4 * 8 * T_MEM))
+    assert published["P"] == pytest.approx(6 * COST_COMP / (6 * COST_COMP + 4 * T_MEM))
+    assert default["m_i"] == published["m_i"] == pytest.approx(8 * T_MEM)
+    assert default["mpd_form"] == "per-sm" and published["mpd_form"] == "printed"
+
+
+def test_a_coalesced_warp_is_one_transaction_on_a_sector_gpu() -> None:
+    """On the GTX 1080 Ti a coalesced warp of 4-byte words is 4 x 32-byte sectors: one transaction
+    (the profile's coalesced_sectors_per_request), costing t_mem once as on the GTX 260; a strided
+    warp of 32 sectors is 8."""
+    from nvperf_bridge.builtin_plugins.luo_suda import LuoSudaModel
+    from nvperf_bridge.gpu import resolve_profile
+
+    gpu = resolve_profile("gtx-1080-ti")
+    rows = [kernel("coalesced", 40, 4, 4), kernel("strided", 40, 4, 32)]
+    result = LuoSudaModel().evaluate(pd.DataFrame(rows), gpu, {})
+    assert list(result["N_trans"]) == [1.0, 8.0]
+    assert list(result["sectors_per_transaction"]) == [4.0, 4.0]
+    assert result["predicted_ns"].iloc[1] > result["predicted_ns"].iloc[0]

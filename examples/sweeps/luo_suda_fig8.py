@@ -29,7 +29,9 @@ ONE_BLOCK_SMEM = 9000  # bytes per block: one block fits in 16 KB, two do not
 SETTINGS = [{"block_threads": 32.0 * w, "shared_mem_per_block_bytes": ONE_BLOCK_SMEM} for w in (1, 2, 4, 8, 16)] + [
     {"block_threads": 512.0, "shared_mem_per_block_bytes": 0.0}]
 MODELS = ["luo-suda", "hong-kim"]
-# the luo-suda option that drops N_act from Eq. (2)'s denominator (docs/models/luo-suda.md, note 6)
+# the published form (Eq. 2 as printed, Section 3.4's P), and the same with only N_act dropped from
+# Eq. (2)'s denominator (docs/models/luo-suda.md, note 6; the model's default also takes note 7)
+PUBLISHED = {"mpd_form": "printed", "memory_cost": "per-instruction"}
 PER_SM = "luo-suda (mpd_form per-sm)"
 SERIES = [*MODELS, PER_SM]
 
@@ -49,14 +51,14 @@ def sweep() -> pd.DataFrame:
 
     for _, base in kernels.iterrows():
         records, occ, _ = rebuild_records(base, SETTINGS, gpu, gpu, keep="work")
-        runs, _ = run_models(records, gpu, registry, MODELS)
+        runs, _ = run_models(records, gpu, registry, MODELS, {"luo-suda": PUBLISHED})
         table = pd.DataFrame({"kernel": base["kernel"], "block_threads": records["block_threads"],
                               "grid_blocks": records["grid_blocks"],
                               "shared_mem_per_block_bytes": records["shared_mem_per_block_bytes"],
                               "warps_per_sm": occ["theoretical_warps_per_sm"], "limiter": occ["occupancy_limiter"]})
         for mid in MODELS:
             table[f"{mid}.predicted_ms"] = runs[mid].result["predicted_ns"].to_numpy() / 1e6
-        per_sm, _ = run_models(records, gpu, registry, ["luo-suda"], {"luo-suda": {"mpd_form": "per-sm"}})
+        per_sm, _ = run_models(records, gpu, registry, ["luo-suda"], {"luo-suda": {**PUBLISHED, "mpd_form": "per-sm"}})
         table[f"{PER_SM}.predicted_ms"] = per_sm["luo-suda"].result["predicted_ns"].to_numpy() / 1e6
         table["luo-suda.N_act"] = runs["luo-suda"].result["N_act"].to_numpy()
         table["luo-suda.state"] = runs["luo-suda"].result["state"].to_numpy()
