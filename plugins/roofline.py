@@ -23,7 +23,9 @@ Inputs (canonical KernelFrame columns -> symbol)
 - ``flop_sp``, ``flop_dp``, ``flop_hp`` -> FLOPs per precision (thread-level,
   FMA = 2). Each is charged against its own peak:
   FP32 ``GpuProfile.peak_fp32_flop_per_s``, FP64 ``peak_fp64_flop_per_s``,
-  FP16 the profile's ``peak_fp16_gflops``. t_compute is the *sum* over
+  FP16 the non-tensor FP16 peak (``non_tensor_fp16_flop_per_s``: the
+  guide's FP16 results per clock per SM x SMs x 2 x clock; not the profile's
+  ``peak_fp16_gflops``, a tensor-core figure the counted FLOPs never reach). t_compute is the *sum* over
   precisions (they share issue slots and, for FP16/FP32, the FMA pipe), i.e.
   the FLOP-weighted harmonic mean of the peaks is the kernel's effective peak.
   A precision the kernel uses but the profile gives no peak for is left out of
@@ -117,8 +119,19 @@ def _peak_flop_per_s(gpu: GpuProfile, column: str) -> float | None:
         return gpu.peak_fp32_flop_per_s
     if column == "flop_dp":
         return gpu.peak_fp64_flop_per_s
-    given = gpu.get("peak_fp16_gflops")
-    return None if given is None else float(given) * 1e9
+    return non_tensor_fp16_flop_per_s(gpu)
+
+
+def non_tensor_fp16_flop_per_s(gpu: GpuProfile) -> float | None:
+    """Peak FP16 rate of the SM's non-tensor lanes: FP16 results per clock per SM (CUDA C++ Programming
+    Guide throughput table, ``fp16_results_per_sm`` in data/architectures.yaml) x SMs x 2 (FMA) x clock.
+    The profile's ``peak_fp16_gflops`` is the tensor-core peak, which counted FP16 FLOPs (nvprof
+    flop_count_hp, ncu smsp__sass_thread_inst_executed_op_h*) never use, so it is not the roof here."""
+    from nvperf_bridge.datasheet import architectures
+
+    spec = architectures()["compute_capabilities"].get(str(gpu.compute_capability)) or {}
+    per_sm = spec.get("fp16_results_per_sm")
+    return None if per_sm is None else float(per_sm) * gpu.sm_count * 2.0 * gpu.sm_clock_hz
 
 
 def waves_per_sm(kernels: pd.DataFrame, gpu: GpuProfile) -> pd.Series:

@@ -133,3 +133,23 @@ def test_precision_not_collected_is_named_in_state() -> None:
     assert "flop_dp not collected" in result.loc[0, "state"]
     assert "not collected" not in result.loc[1, "state"]
     assert result.loc[0, "predicted_ns"] == pytest.approx(result.loc[1, "predicted_ns"])
+
+
+def test_fp16_flops_meet_the_non_tensor_roof_not_the_tensor_peak() -> None:
+    """Counted FP16 FLOPs (nvprof flop_count_hp, ncu ..._op_h*) run on the SM's FP16 lanes, not on
+    tensor cores: an A100's half-precision FMA roof is 256 results/clock/SM x 108 SMs x 2 x 1410 MHz
+    = 78 Tflop/s (the whitepaper's non-tensor FP16 peak), not the 312 Tflop/s tensor figure."""
+    from nvperf_bridge.builtin_plugins.roofline import MODEL as ROOFLINE
+    from nvperf_bridge.builtin_plugins.roofline import non_tensor_fp16_flop_per_s
+    from nvperf_bridge.gpu import resolve_profile
+
+    a100 = resolve_profile("a100-40gb")
+    assert non_tensor_fp16_flop_per_s(a100) == pytest.approx(256 * 108 * 2 * 1410e6)
+    assert float(a100.get("peak_fp16_gflops")) * 1e9 > 3.9 * non_tensor_fp16_flop_per_s(a100)
+    flops = 78e12 * 1e-3  # one millisecond at the non-tensor roof, negligible DRAM traffic
+    frame = pd.DataFrame({"flop_sp": [0.0], "flop_dp": [0.0], "flop_hp": [flops], "dram_bytes": [1.0]})
+    row = ROOFLINE.evaluate(frame, a100, {}).iloc[0]
+    assert row["predicted_ns"] == pytest.approx(1e6 * 78e12 / non_tensor_fp16_flop_per_s(a100), rel=1e-6)
+    # the GTX 1080 Ti (compute 6.1) runs FP16 at 1/64 of its FP32 rate
+    gp102 = resolve_profile("gtx-1080-ti")
+    assert non_tensor_fp16_flop_per_s(gp102) == pytest.approx(gp102.peak_fp32_flop_per_s / 64)
