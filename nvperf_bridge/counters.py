@@ -38,6 +38,10 @@ def sm_clock(kernels: pd.DataFrame, gpu: GpuProfile) -> tuple[pd.Series, pd.Seri
 # (issue 15 item 7). Which rows came from nvprof's metrics: the importer keeps nvprof's own
 # *_per_request metrics as raw columns, and ncu and kernel-yaml files never carry them.
 NVPROF_ROW_MARKERS = ("gld_transactions_per_request", "gst_transactions_per_request")
+# nvprof metrics the models read under nvprof's own name (kept raw by the importer): the row markers,
+# global_hit_rate for the 16-byte units, the Kepler L2 sector counts and the load/store efficiencies
+NVPROF_RAW_INPUTS = ("gld_transactions_per_request", "gst_transactions_per_request", "global_hit_rate",
+                     "l2_l1_read_transactions", "l2_l1_write_transactions", "gld_efficiency", "gst_efficiency")
 SECTOR_SOURCE_CANONICAL = "32-byte sectors as read (ncu l1tex sectors, or converted by the importer)"
 SECTOR_SOURCE_NVPROF_16B = ("nvprof cc 5.x/6.x: gld_transactions count 16-byte units (8 per coalesced 4-byte warp); "
                             "sectors = max(transactions / 2, transactions x (1 - global_hit_rate))")

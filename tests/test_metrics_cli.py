@@ -35,3 +35,23 @@ def test_nvprof_guidance(capsys) -> None:
 def test_bad_profiler_is_usage_error(capsys) -> None:
     assert main(["metrics", "--profiler", "perf"]) == 2
     assert "ncu" in capsys.readouterr().err
+
+
+def test_nvprof_asks_only_for_what_the_importers_read(capsys) -> None:
+    """Every name in the nvprof command is mapped by data/metric_aliases.csv or read raw by the models
+    (counters.NVPROF_RAW_INPUTS); dram_utilization (a 0-10 level no importer reads) is named, not asked
+    for; no event is asked (event names differ per compute capability and nvprof stops on an unknown one)."""
+    from nvperf_bridge.counters import NVPROF_RAW_INPUTS
+    from nvperf_bridge.importers.canonical import alias_metrics
+
+    assert main(["metrics", "--profiler", "nvprof", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    readable = alias_metrics() | set(NVPROF_RAW_INPUTS)
+    assert [m for m in data["metrics"] if m not in readable] == []
+    assert data["events"] == []
+    assert "dram_utilization" in data["not_mapped"] and "dram_utilization" not in data["metrics"]
+    assert "sol_dram_fraction" in data["not_collected"]
+    # what the sector conversion and the wide-word rule read (counters.global_sectors, requested_sectors)
+    assert {"global_hit_rate", "gld_efficiency", "gst_efficiency"} <= set(data["metrics"])
+    command = data["commands"][0]
+    assert "--events" not in command and "l2_l1_read_transactions" not in command  # Kepler-only, named in a hint
