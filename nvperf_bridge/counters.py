@@ -43,8 +43,9 @@ NVPROF_ROW_MARKERS = ("gld_transactions_per_request", "gst_transactions_per_requ
 NVPROF_RAW_INPUTS = ("gld_transactions_per_request", "gst_transactions_per_request", "global_hit_rate",
                      "l2_l1_read_transactions", "l2_l1_write_transactions", "gld_efficiency", "gst_efficiency")
 SECTOR_SOURCE_CANONICAL = "32-byte sectors as read (ncu l1tex sectors, or converted by the importer)"
-SECTOR_SOURCE_NVPROF_16B = ("nvprof cc 5.x/6.x: gld_transactions count 16-byte units (8 per coalesced 4-byte warp); "
-                            "sectors = max(transactions / 2, transactions x (1 - global_hit_rate))")
+SECTOR_SOURCE_NVPROF_16B = ("nvprof cc 5.x/6.x: gld_transactions count pieces of sectors (16-byte: 8 per coalesced "
+                            "4-byte warp; 8-byte with -dlcm=ca); sectors = transactions x (1 - global_hit_rate), "
+                            "else transactions / 2")
 SECTOR_SOURCE_NVPROF_L2 = "nvprof cc 2.x/3.x: l2_l1_read/write_transactions (32-byte L2 sectors requested by L1)"
 SECTOR_SOURCE_NVPROF_LINES = ("nvprof cc 2.x/3.x: gld/gst_transactions count 128-byte lines (1 per coalesced warp); "
                               "sectors = transactions x 4, an upper bound (l2_l1_read_transactions not collected)")
@@ -73,12 +74,12 @@ def global_sectors(kernels: pd.DataFrame, gpu: GpuProfile) -> tuple[pd.Series, p
     a coalesced 4-byte warp load is 8 ``gld_transactions`` and 4 ``l2_tex_read_transactions``;
     a store is 4 of each; Kepler files of ``amaris-kepler-maxwell`` show 1 per coalesced request):
 
-    - cc 5.x and 6.x loads: 16-byte units, two per fully used 32-byte sector. A sector whose
-      second 16-byte half is asked for counts as an L1 "hit" of that half, so
-      sectors = transactions x (1 - ``global_hit_rate``) when nothing else hits, and
-      transactions / 2 when every sector is used whole; the larger of the two is taken (the
-      hit rate also counts true reuse, which must not lower the count below a fully used
-      sector's). Stores are 32-byte sectors already.
+    - cc 5.x and 6.x loads: pieces of sectors, 16 bytes by default (8 per coalesced 4-byte
+      warp), 8 bytes when globals are cached in L1 (``-dlcm=ca``: 16 per request). Every piece
+      after the first of a sector counts as an L1 "hit", so sectors = transactions x
+      (1 - ``global_hit_rate``) (exact for both unit sizes; with true L1 reuse it counts the
+      sectors that reach L2); without the hit rate, transactions / 2 (the default unit).
+      Stores are 32-byte sectors already.
     - cc 2.x and 3.x (L1 line transactions: 1 per coalesced 128-byte request): the L2 sector
       counts ``l2_l1_read_transactions`` / ``l2_l1_write_transactions`` when collected, else
       transactions x 4, an upper bound exact for fully used lines.
@@ -98,8 +99,7 @@ def global_sectors(kernels: pd.DataFrame, gpu: GpuProfile) -> tuple[pd.Series, p
     sixteen = from_nvprof & major.isin([5.0, 6.0])
     if sixteen.any():
         hit = column_or_nan(kernels, "global_hit_rate").clip(lower=0.0, upper=1.0)
-        by_hits = (ld * (1.0 - hit)).where(hit.notna(), -np.inf)
-        ld = ld.where(~sixteen, np.maximum(ld / 2.0, by_hits))
+        ld = ld.where(~sixteen, (ld * (1.0 - hit)).where(hit.notna(), ld / 2.0))
         source[sixteen] = SECTOR_SOURCE_NVPROF_16B
 
     lines = from_nvprof & major.isin([2.0, 3.0])

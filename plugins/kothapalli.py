@@ -99,7 +99,7 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge import launch
-from nvperf_bridge.counters import sm_clock
+from nvperf_bridge.counters import global_sectors, sm_clock
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
 from nvperf_bridge.model import (
@@ -216,8 +216,10 @@ class KothapalliModel:
             s_st = column_or_nan(kernels, "inst_shared_st")
 
             # transactions / wavefronts are needed only where there are such accesses
-            g_ld_sectors = column_or_nan(kernels, "global_ld_sectors").where(~(g_ld == 0), 0.0)
-            g_st_sectors = column_or_nan(kernels, "global_st_sectors").where(~(g_st == 0), 0.0)
+            # 32-byte sectors on every GPU (nvprof's transactions converted per compute capability)
+            g_ld_sectors, g_st_sectors, sectors_source = global_sectors(kernels, gpu)
+            g_ld_sectors = g_ld_sectors.where(~(g_ld == 0), 0.0)
+            g_st_sectors = g_st_sectors.where(~(g_st == 0), 0.0)
             s_ld_wave = column_or_nan(kernels, "shared_ld_wavefronts").where(~(s_ld == 0), 0.0)
             s_st_wave = column_or_nan(kernels, "shared_st_wavefronts").where(~(s_st == 0), 0.0)
             needed = {name: column_or_nan(kernels, name) for name in self.requires.required}
@@ -321,6 +323,7 @@ class KothapalliModel:
             "global_accesses": global_accesses,
             "shared_accesses": shared_accesses,
             "transactions_per_request": transactions_per_request,
+            "sectors_source": sectors_source,
             "k": k.where(global_accesses > 0),
             "k_rule": "sectors: N_t / r (cc >= 2.0)" if sector_gpu else "Section 3.2.2: N_t x c / r",
             "global_access_cycles": global_cost.where(global_accesses > 0),

@@ -93,6 +93,12 @@ def test_pascal_nvprof_load_transactions_are_16_byte_units() -> None:
     # scattered 4-byte warps: one 16-byte unit per sector, no hits: every unit is a sector
     scattered = _nvprof_frame("6.1", global_ld_sectors=3200.0, global_st_sectors=200.0, global_hit_rate=0.0)
     assert global_sectors(scattered, gpu)[0].iloc[0] == pytest.approx(3200.0)
+    # globals cached in L1 (-dlcm=ca): 16 eight-byte pieces per coalesced request, 12 of them "hits"
+    cached = _nvprof_frame("6.1", global_ld_sectors=1600.0, global_st_sectors=200.0, global_hit_rate=0.75)
+    assert global_sectors(cached, gpu)[0].iloc[0] == pytest.approx(400.0)
+    # no hit rate collected: the default 16-byte unit
+    bare = _nvprof_frame("6.1", global_ld_sectors=800.0, global_st_sectors=200.0)
+    assert global_sectors(bare, gpu)[0].iloc[0] == pytest.approx(400.0)
 
 
 def test_kepler_nvprof_transactions_are_lines() -> None:
