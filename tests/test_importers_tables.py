@@ -103,3 +103,14 @@ def test_a_folder_with_a_multi_table_log_reads_every_table(tmp_path: Path) -> No
         result = read_inputs([folder], jobs=jobs)
         (row,) = result.kernels.to_dict("records")
         assert row["inst_executed"] == 130000 and row["duration_ns"] == pytest.approx(14000.0)
+
+
+def test_runs_appended_without_banners_split_at_the_repeated_header() -> None:
+    """Public per-size trace files (gpuperfpredict) repeat the header and units row under the last row of the
+    previous run, with no blank line; each run's units row is its own (Size in KB, then MB)."""
+    (part,) = read_parts(FIX / "nvprof_trace_runs_appended.csv")
+    k = part.frame
+    assert list(k["grid_blocks"]) == [512, 1024, 2048]  # the header lines are not read as rows
+    assert list(k["duration_ns"]) == pytest.approx([3520.0, 5569.0, 9696.0])
+    assert part.info.kernels == 3
+    assert any("3 nvprof-trace tables" in n and "lines 1, 6, 11" in n for n in part.info.notes)

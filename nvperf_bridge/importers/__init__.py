@@ -16,6 +16,8 @@ import importlib
 import re
 from pathlib import Path
 
+import pandas as pd
+
 from nvperf_bridge.errors import InputError
 # the submodule is loaded before the function ``sniff`` below is defined: importing it later would rebind
 # the package attribute ``sniff`` to the module (then ``from nvperf_bridge.importers import sniff`` breaks)
@@ -28,6 +30,7 @@ IMPORTERS: dict[str, str] = {
     "ncu-details": "nvperf_bridge.importers.ncu_details",
     "nvprof-metrics": "nvperf_bridge.importers.nvprof_metrics",
     "nvprof-trace": "nvperf_bridge.importers.nvprof_trace",
+    "nvprof-launch-counters": "nvperf_bridge.importers.nvprof_metrics",
     "nvprof-summary": "nvperf_bridge.importers.nvprof_trace",
     "kernel-yaml": "nvperf_bridge.importers.kernel_yaml",
 }
@@ -118,8 +121,8 @@ def read_parts(path: str | Path, *, raw_columns: frozenset[str] | None = None) -
     spans: list[tuple[int, int]] = []
     for found in tables:
         spans.extend(_spans(text, found))
-        banner = _banner_before(text, found.start)
-        if found.format == "nvprof-summary" and banner is not None and "API" in banner:
+        if _is_api(text, found):
+            banner = _banner_before(text, found.start) or ""
             unread.append(f"not read: the API-call table at line {text.count(chr(10), 0, found.start) + 1} "
                           f"({banner.strip()!r}): host-side CUDA API calls, not GPU kernels")
             continue
@@ -137,6 +140,7 @@ def read_parts(path: str | Path, *, raw_columns: frozenset[str] | None = None) -
                          path=path, line=text.count("\n", 0, tables[0].start) + 1,
                          hint="profile with `nvprof --csv --print-gpu-trace ./app` (kernel times) or "
                               "`nvprof --csv --metrics all ./app` (counters)")
+    parts = _join_runs(parts, [t for t in tables if not _is_api(text, t)], text)
     first = parts[0].info
     first.notes.extend(unread)
     if tables[0].format != "kernel-yaml":
@@ -145,6 +149,50 @@ def read_parts(path: str | Path, *, raw_columns: frozenset[str] | None = None) -
         parts[-1].info.warnings.append(f"{path}:{cut}: the last line is cut off (the file ends inside a row: "
                                        "profiling interrupted?); that row was dropped, every complete row was kept")
     return parts
+
+
+def _is_api(text: str, found) -> bool:
+    """A summary table that nvprof's banner calls API calls (host side, not kernels)."""
+    banner = _banner_before(text, found.start)
+    return found.format == "nvprof-summary" and banner is not None and "API" in banner
+
+
+# layouts whose tables, when one follows another in a file, are runs of one program appended to one log
+_APPENDED_RUNS = frozenset({"nvprof-trace", "nvprof-summary"})
+
+
+def _join_runs(parts: list, tables: list, text: str) -> list:
+    """Tables of one trace/summary layout that follow each other in a file, as one ``Parsed``.
+
+    Each table was read with its own units row (one run's Size column in KB,
+    the next one's in MB); their kernel rows are then one table of the file,
+    so the file is listed once, with a note naming the lines its runs start at.
+    """
+    from nvperf_bridge.importers.canonical import finish
+
+    out: list = []
+    starts: list[list[int]] = []
+    for parsed, found in zip(parts, tables):
+        if out and parsed.info.format == out[-1].info.format and parsed.info.format in _APPENDED_RUNS:
+            last = out[-1]
+            last.frame = pd.concat([last.frame, parsed.frame], ignore_index=True, sort=False)
+            last.info.kernels += parsed.info.kernels
+            last.info.skipped.extend(parsed.info.skipped)
+            last.info.warnings.extend(parsed.info.warnings)
+            last.info.notes.extend(n for n in parsed.info.notes if n not in last.info.notes)
+            devices = [d for d in (last.info.device, parsed.info.device) if d]
+            last.info.device = ", ".join(dict.fromkeys(", ".join(devices).split(", "))) if devices else None
+            starts[-1].append(found.start)
+            continue
+        out.append(parsed)
+        starts.append([found.start])
+    for parsed, where in zip(out, starts):
+        if len(where) > 1:
+            parsed.frame = finish(parsed.frame)
+            lines = ", ".join(str(text.count("\n", 0, s) + 1) for s in where)
+            parsed.info.notes.append(f"{len(where)} {parsed.info.format} tables (runs appended to one file, headers at "
+                                     f"lines {lines}) read as one; each with its own units row")
+    return out
 
 
 def _tables(path: Path, text: str) -> list:

@@ -45,17 +45,21 @@ def combine(parsed: list[Parsed]) -> ImportResult:
     traces = [p for p in parsed if p.info.format == "nvprof-trace"]
     summaries = [p for p in parsed if p.info.format == "nvprof-summary"]
     paired_traces: set[int] = set()
-    for m in metrics:
-        # a GPU summary of the same run gives the metrics their measured time when no trace does
-        trace = _best_trace(m, traces, paired_traces) or _best_trace(m, summaries, paired_traces)
-        if trace is None:
-            if traces:
-                warnings.append(f"{m.info.path}: no kernel of these metrics is in the trace(s) given "
-                                f"({', '.join(t.info.path for t in traces)}); kept without measured duration")
-            frames.append(m.frame)
-            continue
-        paired_traces.add(id(trace))
-        frames.append(_join_metrics_trace(m, trace, warnings))
+    launch_counters = [p for p in parsed if p.info.format == "nvprof-launch-counters"]
+    # nvprof counters take their measured time from a trace of the same program: metrics (per kernel) from a
+    # trace, else from a GPU summary; per-launch counters (a replayed run) launch by launch from a trace
+    for counters, partners, join, what in ((metrics, (traces, summaries), _join_metrics_trace, "metrics"),
+                                          (launch_counters, (traces,), _join_launch_counters, "per-launch counters")):
+        for m in counters:
+            trace = next((t for t in (_best_trace(m, group, paired_traces) for group in partners) if t), None)
+            if trace is None:
+                if traces:
+                    warnings.append(f"{m.info.path}: no kernel of these {what} is in the trace(s) given "
+                                    f"({', '.join(t.info.path for t in traces)}); kept without measured duration")
+                frames.append(m.frame)
+                continue
+            paired_traces.add(id(trace))
+            frames.append(join(m, trace, warnings))
     frames.extend(t.frame for t in traces if id(t) not in paired_traces)
 
     ncu = [p for p in parsed if p.info.format in ("ncu-details", "ncu-raw")]
@@ -216,6 +220,60 @@ def _join_metrics_trace(metrics: Parsed, trace: Parsed, warnings: list[str]) -> 
     notes: list[str] = []
     out = canonicalize(out, {**metrics.kinds, **trace.kinds}, notes)
     metrics.info.notes.extend(n for n in notes if n not in metrics.info.notes)
+    return out
+
+
+def _join_launch_counters(counters: Parsed, trace: Parsed, warnings: list[str]) -> pd.DataFrame:
+    """Per-launch counters joined to the trace launch by launch: the n-th launch of a kernel in one file is
+    the n-th launch of the same kernel (names.match_names) in the other, when both hold as many launches of
+    it. Otherwise that kernel's counters are averaged over its launches and given to each of its trace
+    launches, with a warning; a kernel in only one file is kept (listed in the warnings)."""
+    from nvperf_bridge.names import match_names
+
+    t = trace.frame.copy()
+    c = counters.frame.copy()
+    found = match_names(c["kernel_name"].astype(str).unique(), t["kernel_name"].astype(str).unique())
+    c["_key"] = c["kernel_name"].astype(str).map({n: f.right for n, f in found.items() if f.right is not None})
+    t["_key"] = t["kernel_name"].astype(str)
+    c["_n"] = c.groupby("_key", dropna=False).cumcount()
+    t["_n"] = t.groupby("_key").cumcount()
+    per_key_c = c["_key"].value_counts()
+    per_key_t = t["_key"].value_counts()
+    same = per_key_c.index[per_key_c.eq(per_key_t.reindex(per_key_c.index))]
+    counter_cols = [col for col in c.columns if col not in IDENTITY_COLUMNS and col not in ("_key", "_n")
+                    and col not in ("Context", "Stream")]
+    by_launch = c.loc[c["_key"].isin(same), ["_key", "_n", *counter_cols]]
+    averaged_keys = [k for k in per_key_c.index if k not in set(same) and k in per_key_t.index]
+    by_kernel = c.loc[c["_key"].isin(averaged_keys)].groupby("_key")[counter_cols].mean(numeric_only=True)
+    out = t.merge(by_launch, on=["_key", "_n"], how="left", suffixes=("", "_counters"))
+    if averaged_keys:
+        fill = t[["_key"]].join(by_kernel, on="_key")
+        for col in by_kernel.columns:
+            out[col] = out[col].combine_first(fill[col]) if col in out.columns else fill[col]
+        warnings.append(f"{counters.info.path}: {len(averaged_keys)} kernel(s) have another launch count than in the "
+                        f"trace {trace.info.path} ({', '.join(short_names(pd.Series(averaged_keys)).tolist()[:5])}); "
+                        "their counters are averaged over their launches, not matched launch by launch")
+    for col in [x for x in out.columns if x.endswith("_counters")]:
+        out[col[: -len("_counters")]] = out[col[: -len("_counters")]].combine_first(out[col])
+        out = out.drop(columns=col)
+    unmatched = c.loc[c["_key"].isna()]
+    ambiguous = [f for f in found.values() if f.right is None and f.candidates]
+    for f in ambiguous[:10]:
+        warnings.append(f"{counters.info.path}: kernel {_display(f.left)} could be any of "
+                        f"{', '.join(_display(x) for x in f.candidates)} in the trace {trace.info.path}; kept unjoined")
+    if not unmatched.empty:
+        names = short_names(unmatched["kernel_name"].drop_duplicates()).tolist()
+        if len(names) > len(ambiguous):
+            warnings.append(f"{counters.info.path}: {len(names)} kernel(s) not in the trace {trace.info.path} "
+                            f"(no measured duration): {', '.join(names[:5])}")
+        out = pd.concat([out, unmatched], ignore_index=True, sort=False)
+    joined = int(c["_key"].isin(same).sum())
+    counters.info.notes.append(f"joined with the trace {trace.info.path} launch by launch: {joined} of {len(c)} "
+                               "launches matched by kernel name and launch order")
+    trace.info.notes.append(f"per-launch counters of {counters.info.path} joined to its launches")
+    notes: list[str] = []
+    out = canonicalize(out.drop(columns=["_key", "_n"]), {**counters.kinds, **trace.kinds}, notes)
+    counters.info.notes.extend(n for n in notes if n not in counters.info.notes)
     return out
 
 

@@ -26,6 +26,7 @@ from nvperf_bridge.importers.base import Parsed, count_reasons
 from nvperf_bridge.importers.canonical import to_parsed
 from nvperf_bridge.importers.sniff import Sniffed
 from nvperf_bridge.importers.text import (
+    has_units_row,
     parse_numbers,
     read_table,
     strip_device_index,
@@ -52,7 +53,7 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
     """Read an nvprof GPU trace or GPU summary CSV."""
     table = table_at(text, found.start)
     # only the text columns are read as strings; the C parser reads the numbers (parse_numbers takes both)
-    raw, units = read_table(text, table, path, skip_units_row=_has_units_row(text, table.start),
+    raw, units = read_table(text, table, path, skip_units_row=has_units_row(text, table.start),
                             text_columns=list(_TEXT_COLUMNS))
     header_cols = list(raw.columns)
     unit_of = dict(zip(header_cols, units)) if units else {}
@@ -187,16 +188,3 @@ def _split_suffix(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         found = _SUFFIX.search(name)
         base[i], digits[i] = (name[:found.start()], found.group(1)) if found else (name, None)
     return base, digits
-
-
-def _has_units_row(text: str, start: int) -> bool:
-    """nvprof's units row is unquoted (``ms,us,,,`` or ``,%,ms,,us``); a data row starts with a number or a quote."""
-    header_end = text.find("\n", start)
-    if header_end < 0:
-        return False
-    line_end = text.find("\n", header_end + 1)
-    line = text[header_end + 1: line_end if line_end >= 0 else len(text)]
-    if not line or line.startswith('"'):
-        return False
-    first = line.split(",", 1)[0].strip()
-    return first == "" or not re.match(r"^[-+]?\d", first)

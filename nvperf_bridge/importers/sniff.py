@@ -19,6 +19,9 @@ SIGNATURES: tuple[tuple[str, frozenset[str], frozenset[str]], ...] = (
     ("nvprof-metrics", frozenset({"Device", "Kernel", "Invocations", "Metric Name", "Avg"}), frozenset()),
     ("nvprof-metrics", frozenset({"Device", "Kernel", "Invocations", "Event Name", "Avg"}), frozenset()),
     ("nvprof-trace", frozenset({"Start", "Duration", "Name"}), frozenset()),
+    # nvprof --print-gpu-trace with --metrics/--events: one row per launch, a column per counter
+    ("nvprof-launch-counters", frozenset({"Device", "Context", "Stream", "Kernel"}),
+     frozenset({"Invocations", "Metric Name", "Event Name", "Start", "Duration"})),
     ("nvprof-summary", frozenset({"Time(%)", "Time", "Calls", "Avg", "Name"}), frozenset()),
 )
 

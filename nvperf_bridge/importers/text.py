@@ -333,10 +333,34 @@ _TABLE_END = re.compile(r"\n(?=[ \t]*\n|[ \t]*$|==|[^,\n]*(?:\n|$))")
 
 
 def table_at(text: str, start: int) -> Table:
-    """The table whose header line starts at character ``start``."""
+    """The table whose header line starts at character ``start``.
+
+    It ends at a blank line, a ``==`` line, a line without a comma, or where
+    its own header line comes again: runs appended to one file after their
+    banners were filtered out (``grep -v ==``) put the next run's header right
+    under the last row, and that header starts the next table, not a row.
+    """
     match = _TABLE_END.search(text, start)
     end = len(text) if match is None else match.start() + 1
+    header_end = text.find("\n", start, end)
+    if header_end > start:
+        again = text.find(text[start:header_end + 1], header_end + 1, end)
+        if again > 0 and text[again - 1] == "\n":
+            end = again
     return Table(header_line=text.count("\n", 0, start), start=start, end=end)
+
+
+def has_units_row(text: str, start: int) -> bool:
+    """nvprof's units row is unquoted (``ms,us,,,`` or ``,%,ms,,us``); a data row starts with a number or a quote."""
+    header_end = text.find("\n", start)
+    if header_end < 0:
+        return False
+    line_end = text.find("\n", header_end + 1)
+    line = text[header_end + 1: line_end if line_end >= 0 else len(text)]
+    if not line or line.startswith('"'):
+        return False
+    first = line.split(",", 1)[0].strip()
+    return first == "" or not re.match(r"^[-+]?\d", first)
 
 
 def line_of(text: str, offset: int) -> int:
