@@ -28,7 +28,7 @@ from nvperf_bridge.accuracy import (
 )
 from nvperf_bridge.datasheet import fallback_profile
 from nvperf_bridge.errors import ModelError, NvperfError, UsageError
-from nvperf_bridge.gpu import GpuProfile, load_profiles, match_device, resolve_profile
+from nvperf_bridge.gpu import GpuProfile, load_profiles, match_device, match_reason, resolve_profile
 from nvperf_bridge.kernelframe import ImportResult, InputFile
 from nvperf_bridge.model import (
     ResolvedConstant,
@@ -161,14 +161,14 @@ def choose_gpus(kernels: pd.DataFrame, gpu: str | None,
     for device in devices:
         found = match_device(device, profiles)
         if found is not None:
-            chosen.append((device, found, f"matched device name {device!r}"))
+            chosen.append((device, found, match_reason(device, found)))
             continue
         # no profile names the device: its architecture's stand-in (from its rows' compute capability or the name)
         rows = kernels[device_labels(kernels) == device]
         ccs = [str(c) for c in rows["cc"].dropna().unique()] if "cc" in rows.columns else []
         fallback = fallback_profile([] if device.isdigit() else [device], ccs, profiles)
         if fallback is not None:
-            chosen.append((device, fallback, f"architecture fallback ({fallback.id}) for {device!r}"))
+            chosen.append((device, fallback, f"architecture fallback ({fallback.id}): {fallback.fallback_note}"))
         else:
             unmatched.append(device)
     if not devices:  # no device column: the architecture of the file's compute capability, if it has one

@@ -343,9 +343,15 @@ def resolve_profile(choice: str, extra_dirs: list[Path] | tuple[Path, ...] = ())
     raise UsageError(f"unknown GPU profile {choice!r}", hint="run 'nvperf-bridge gpus' for the ids, or pass a YAML file")
 
 
+# what profilers and applications print around a board name: an index "(0)" / "[1]", a clock after ","
+# or "@", "GPU 0:" before it; these characters separate words, they are never part of a board name
+_NAME_PUNCTUATION = str.maketrans({c: " " for c in "-_,;:@()[]{}\"'"})
+
+
 def _normalise(text: str) -> str:
-    """Lower case, 'NVIDIA' dropped, '-' and '_' as spaces, whitespace collapsed."""
-    return " ".join(text.lower().replace("nvidia", " ").replace("-", " ").replace("_", " ").split())
+    """Lower case, 'NVIDIA' dropped, '-', '_' and punctuation (',', '(', '[', ':', '@') as spaces, whitespace
+    collapsed: "NVIDIA GeForce GTX 1080 Ti, 1582 MHz" and "GeForce GTX 1080 Ti (1)" both hold "geforce gtx 1080 ti"."""
+    return " ".join(text.lower().replace("nvidia", " ").translate(_NAME_PUNCTUATION).split())
 
 
 def _contains_words(haystack: str, needle: str) -> bool:
@@ -374,6 +380,27 @@ def match_candidates(device: str, profiles: Mapping[str, GpuProfile]) -> list[tu
             found.append((max(hits), profile))
     found.sort(key=lambda item: -item[0])
     return found
+
+
+def match_reason(device: str, profile: GpuProfile) -> str:
+    """Why ``profile`` was matched to ``device``, for ``inspect`` and the reports: the exact board name, or
+    which of the profile's ``match`` entries (an alias) the name holds and what else the name carries."""
+    wanted = _normalise(device)
+    if wanted == _normalise(profile.name):
+        return f"exact name: device {device!r} is the {profile.id} profile's name"
+    hits = [pat for pat in profile.match if _normalise(pat) and _contains_words(wanted, _normalise(pat))]
+    if not hits:
+        return f"device {device!r} -> {profile.id}"
+    best = max(hits, key=lambda pat: len(_normalise(pat)))
+    extra = f" " + " ".join(f"{w!r}" for w in _extra_words(wanted, _normalise(best))) if wanted != _normalise(best) else ""
+    return (f"alias: device {device!r} holds {best!r}, a name the {profile.id} profile matches"
+            + (f" (other words ignored:{extra})" if extra.strip() else ""))
+
+
+def _extra_words(haystack: str, needle: str) -> list[str]:
+    """The words of ``haystack`` around the whole-word occurrence of ``needle`` (an index, a clock)."""
+    start = f" {haystack} ".find(f" {needle} ")
+    return (haystack[:max(start - 1, 0)].split() if start > 0 else []) + haystack[start + len(needle):].split()
 
 
 def match_device(device: str, profiles: Mapping[str, GpuProfile]) -> GpuProfile | None:

@@ -92,27 +92,27 @@ def _rule_summary(result) -> dict:
 
 
 def _choose_profile(result, devices: list[str], choice: str | None) -> dict:
-    from nvperf_bridge.errors import NvperfError
-    from nvperf_bridge.gpu import load_profiles, match_device, resolve_profile
+    """The GPU profile ``analyze`` would use (``analysis.choose_gpus``) and why: ``--gpu``, the exact board
+    name, an alias the profile matches (an index or clock after the name ignored), or the architecture
+    fallback. One entry per device under ``per_device``; the first device's at the top."""
+    from nvperf_bridge.analysis import choose_gpus
+    from nvperf_bridge.errors import NvperfError, UsageError
 
-    if choice:
-        profile = resolve_profile(choice)  # a wrong --gpu is the user's error: let it raise
-        return {"id": profile.id, "name": profile.name, "how": "--gpu"}
     try:
-        profiles = load_profiles()
+        chosen = choose_gpus(result.kernels, choice)
+    except UsageError as exc:
+        if choice:
+            raise  # a wrong --gpu is the user's error
+        cc = sorted({str(c) for c in result.kernels.get("cc", []) if c is not None and str(c) != "nan"})
+        what = f"device {', '.join(devices)}" if devices else "no device name in the input"
+        return {"id": None, "per_device": [],
+                "how": f"no GPU profile matches ({what}{'; CC ' + ', '.join(cc) if cc else ''}); "
+                       f"pass --gpu ID (see `nvperf-bridge gpus`): {exc.message}"}
     except NvperfError as exc:
-        return {"id": None, "how": f"GPU profiles could not be loaded: {exc}"}
-    hints = [f.device for f in result.inputs if f.device] + devices
-    for hint in hints:
-        if hint in profiles:
-            return {"id": hint, "name": profiles[hint].name, "how": f"profile id {hint!r} given in the input"}
-        profile = match_device(hint, profiles)
-        if profile is not None:
-            return {"id": profile.id, "name": profile.name, "how": f"matched device {hint!r}"}
-    cc = sorted({str(c) for c in result.kernels.get("cc", []) if c is not None and str(c) != "nan"})
-    what = f"device {', '.join(devices)}" if devices else "no device name in the input"
-    return {"id": None, "how": f"no GPU profile matches ({what}{'; CC ' + ', '.join(cc) if cc else ''}); "
-                               "pass --gpu ID (see `nvperf-bridge gpus`)"}
+        return {"id": None, "per_device": [], "how": f"GPU profiles could not be loaded: {exc}"}
+    per_device = [{"device": device, "id": profile.id, "name": profile.name, "how": how}
+                  for device, profile, how in chosen]
+    return {**{k: per_device[0][k] for k in ("id", "name", "how")}, "per_device": per_device}
 
 
 def _coverage_lines(c: dict) -> list[str]:
@@ -151,7 +151,11 @@ def render_text(report: dict) -> list[str]:
         lines.extend(_coverage_lines(f["coverage"]))
     lines.append(f"kernels: {report['kernels']} rows ({report['launches']} launches)")
     profile = report["gpu_profile"]
-    lines.append(f"GPU profile: {profile['id'] or 'none'} ({profile['how']})")
+    if len(profile.get("per_device", [])) > 1:
+        for entry in profile["per_device"]:
+            lines.append(f"GPU profile for {entry['device'] or '(unnamed device)'}: {entry['id']} ({entry['how']})")
+    else:
+        lines.append(f"GPU profile: {profile['id'] or 'none'} ({profile['how']})")
     lines.append("filled: " + (", ".join(f"{k} ({v})" for k, v in report["filled"].items()) or "nothing"))
     if report["missing"]:
         lines.append("missing:")
