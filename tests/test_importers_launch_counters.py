@@ -28,7 +28,8 @@ def test_per_launch_metric_file_is_recognised_and_read_by_metric_name() -> None:
     assert k["inst_executed"].iloc[1] == 987136
     assert k["sm_activity"].iloc[0] == pytest.approx(0.7725)  # "Multiprocessor Activity" 77.25 (percent)
     assert k["gld_requested_throughput"].iloc[0] == pytest.approx(73.8e9)  # GB/s per launch
-    assert list(k["dram_utilization"]) == [2, 2, 0, 3]  # "Low (2)" keeps its level
+    # "Low (2)": level 2 on nvprof's 0-10 scale (impa's vocabulary turns it into a fraction)
+    assert list(k["sol_dram_fraction"]) == pytest.approx([0.2, 0.2, 0.0, 0.3])
     notes = result.inputs[0].notes
     assert any("headed by nvprof's description" in n for n in notes)
     assert any("no units row" in n and "GB/s" in n for n in notes)
@@ -53,7 +54,7 @@ def test_per_launch_events_keep_their_names_and_join() -> None:
     result = read_profiles([FIX / "nvprof_launch_events.csv", FIX / "nvprof_launch_trace.csv"])
     dot = result.kernels[result.kernels["kernel"] == "dotProd"]
     assert list(dot["inst_global_ld"]) == [8192, 16384, 32768]  # event global_load
-    assert list(dot["elapsed_cycles_sm"]) == [276460, 472172, 886504]
+    assert list(dot["sm_cycles_sum"]) == [276460, 472172, 886504]  # event elapsed_cycles_sm
     # reduceSum has no counters here: kept with its time, the counters file has no row for it
     assert result.kernels.loc[result.kernels["kernel"] == "reduceSum", "duration_ns"].iloc[0] == pytest.approx(3100.0)
 
