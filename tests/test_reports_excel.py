@@ -178,7 +178,15 @@ def test_large_input_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(excel, "MODEL_SHEET_ROWS", 5)
     analysis = make_analysis(count=40)
     wb = load_workbook(io.BytesIO(render_workbook(analysis, [])))
-    assert wb["Summary"].max_row == 41, "the Summary keeps every kernel"
+    summary = wb["Summary"]
+    assert "then one row per other group (18 groups" in str(summary.cell(1, 1).value)
+    header = [c.value for c in summary[2]]
+    assert header[:4] == ["#", "Kernel ID", "Kernel", "Group"]
+    rows = list(summary.iter_rows(min_row=3, values_only=True))
+    assert len(rows) == 22 + 18, "the top groups' 22 kernels in full, then one row per tail group"
+    assert [r[3] for r in rows] == [f"G{g}" for g in range(1, 41)]
+    assert all(r[0] is not None for r in rows[:22]) and all(r[0] is None for r in rows[22:])
+    assert [r[1] for r in rows[22:]] == ["1 launches"] * 18
     alpha = wb["alpha"]
     header_row = next(r for r in range(1, 8) if alpha.cell(r, 1).value == "#")
     assert alpha.max_row == header_row + 5

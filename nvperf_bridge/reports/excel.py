@@ -60,6 +60,7 @@ from nvperf_bridge.analysis import Analysis, ModelRun
 from nvperf_bridge.columns import CANONICAL_COLUMNS, IDENTITY_COLUMNS
 from nvperf_bridge.model import BOTTLENECKS
 from nvperf_bridge.review.build import Review, build_review
+from nvperf_bridge.review.groups import TOP_SHARE
 from nvperf_bridge.reports.xlsx_rows import Quoted, RawBlock, RawColumn, inject_rows
 from nvperf_bridge.reports.common import (
     BOTTLENECK_COLORS,
@@ -74,6 +75,7 @@ from nvperf_bridge.reports.common import (
     kernel_ids,
     ranking_times,
     shorten,
+    TIME_UNITS,
     time_unit,
     top_kernels,
 )
@@ -538,7 +540,22 @@ def _order(analysis: Analysis) -> np.ndarray:
     return np.argsort(-ranking_times(analysis).to_numpy(dtype="float64"), kind="stable")
 
 
+def _tail(analysis: Analysis, order: np.ndarray, review: Review) -> tuple[np.ndarray, pd.DataFrame | None]:
+    """For a large input (``LARGE_INPUT``): the kernel rows of the top groups (``review.groups``'
+    ``top``, the longest groups holding ``TOP_SHARE`` of the time) in ``order``, and the other
+    groups (one summary row each). Smaller inputs: every row, no tail."""
+    groups = review.groups
+    if len(analysis.kernels) <= LARGE_INPUT or groups.time_source == "none":
+        return order, None
+    top = groups.table["top"].to_numpy(dtype=bool)
+    in_top = top[groups.group_of.to_numpy()]
+    if in_top.all():
+        return order, None
+    return order[in_top[order]], groups.table[~top]
+
+
 def _summary_sheet(analysis: Analysis, order: np.ndarray, review: Review) -> TableSheet:
+    order, tail = _tail(analysis, order, review)
     kernels = analysis.kernels.iloc[order]
     summary = analysis.summary().iloc[order]
     columns = [
@@ -586,8 +603,41 @@ def _summary_sheet(analysis: Analysis, order: np.ndarray, review: Review) -> Tab
     columns.append(Column("Models voting", number_values(summary["models_voting"]), "number", "0", 9.0))
     full = text_values(full_names(kernels))
     columns.append(Column("Full kernel name", full, width=_text_width("Full kernel name", full, cap=100, floor=20)))
-    return TableSheet("Summary", columns, freeze_columns=3, error_columns=tuple(errors), label_columns=tuple(labels),
-                      tab_color=HEADER_FILL, print_columns=len(columns) - 1)
+    notes: list[str] = []
+    if tail is not None:
+        notes = _append_tail(columns, tail, len(order), len(analysis.kernels))
+    return TableSheet("Summary", columns, notes=notes, freeze_columns=3, error_columns=tuple(errors),
+                      label_columns=tuple(labels), tab_color=HEADER_FILL, print_columns=len(columns) - 1)
+
+
+def _append_tail(columns: list[Column], tail: pd.DataFrame, shown: int, total: int) -> list[str]:
+    """One row per tail group under the top groups' kernels: its launches, name, group, share and mean
+    time per launch; the other cells empty. Returns the sheet's note saying so."""
+    by_header = {column.header.split(" (")[0]: column for column in columns}
+    for column in columns:
+        column.values = list(column.values) + [None] * len(tail)
+    labels = [f"G{int(g) + 1}" for g in tail["group"]]
+
+    def put(header: str, values: list[Any]) -> None:
+        if header in by_header:
+            by_header[header].values[shown:] = values
+
+    put("Kernel ID", text_values([f"{int(n):,} launches" for n in tail["launches"]]))
+    put("Kernel", text_values(tail["kernel"], NAME_WIDTH))
+    put("Group", labels)
+    put("Group share of GPU time", number_values(tail["share"].to_numpy()))
+    put("First action", text_values(["tail group: one row for all its launches (each on the Inputs sheet)"] * len(tail)))
+    put("Invocations", number_values(tail["launches"].to_numpy()))
+    put("Full kernel name", text_values(tail["kernel_name"]))
+    measured = next((c for c in columns if c.header.startswith("Measured (")), None)
+    if measured is not None:  # mean time per launch, in the column's unit
+        scale = next(ns for label, ns in TIME_UNITS if f"({label})" in measured.header)
+        measured.values[shown:] = number_values(tail["mean_ns"], scale)
+    share = float(tail["share"].sum(skipna=True))
+    return [f"Kernels of the top kernel groups ({TOP_SHARE:.0%} of the GPU time: {shown:,} of {total:,} kernels, "
+            f"longest first), then one row per other group ({len(tail):,} groups, "
+            f"{share:.1%} of the GPU time; Measured there is the mean per launch). Every kernel is on the Inputs "
+            "sheet; --format json or csv has every kernel with its predictions."]
 
 
 def _plain(text: str) -> str:

@@ -63,9 +63,9 @@ def report_outputs(analysis: Analysis, fmt: str, output: Path | None,
 
         return {output: iter_parquet(analysis)}  # a row group at a time
     if fmt == "csv":
-        from nvperf_bridge.reports.csv_report import render_csv
+        from nvperf_bridge.reports.csv_report import iter_csv
 
-        return {output: render_csv(analysis).encode("utf-8")}
+        return {output: iter_csv(analysis)}  # chunks of kernels, written as they are made
     from nvperf_bridge.reports.figures import report_figures
 
     if fmt == "xlsx":
