@@ -186,7 +186,7 @@ def test_large_input_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(rows) == 22 + 18, "the top groups' 22 kernels in full, then one row per tail group"
     assert [r[3] for r in rows] == [f"G{g}" for g in range(1, 41)]
     assert all(r[0] is not None for r in rows[:22]) and all(r[0] is None for r in rows[22:])
-    assert [r[1] for r in rows[22:]] == ["1 launches"] * 18
+    assert [r[1] for r in rows[22:]] == ["1 launch"] * 18
     alpha = wb["alpha"]
     header_row = next(r for r in range(1, 8) if alpha.cell(r, 1).value == "#")
     assert alpha.max_row == header_row + 5

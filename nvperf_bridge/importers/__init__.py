@@ -129,7 +129,7 @@ def read_parts(path: str | Path, *, raw_columns: frozenset[str] | None = None) -
         module = importlib.import_module(IMPORTERS[found.format])
         if found.format == "kernel-yaml":
             parsed = module.read(path, text)
-        elif found.format == "ncu-raw":
+        elif found.format in ("ncu-raw", "ncu-details"):  # both parse only the counters in use
             parsed = module.read(path, text, found, raw_columns)
         else:
             parsed = module.read(path, text, found)

@@ -22,6 +22,7 @@ import pandas as pd
 from nvperf_bridge.errors import InputError
 from nvperf_bridge.importers.base import Parsed
 from nvperf_bridge.importers.canonical import to_parsed
+from nvperf_bridge.importers.ncu_raw import column_filter
 from nvperf_bridge.importers.sniff import Sniffed
 from nvperf_bridge.importers.text import (
     gpu_name_in,
@@ -53,8 +54,12 @@ SHAPE = {"Block Size": "launch__block_size", "Grid Size": "launch__grid_size"}
 _CATEGORICAL = ("Kernel Name", "Section Name", "Metric Name", "Metric Unit", "Process Name", "Device", "CC")
 
 
-def read(path: Path, text: str, found: Sniffed) -> Parsed:
-    """Read an ncu details CSV (any of its layouts) into one canonical row per launch."""
+def read(path: Path, text: str, found: Sniffed, raw_columns: frozenset[str] | None = None) -> Parsed:
+    """Read an ncu details CSV (any of its layouts) into one canonical row per launch.
+
+    ``raw_columns``: None pivots every metric (``--keep-raw``); a set pivots only the metrics in use
+    (``ncu_raw.column_filter``: mapped to canonical columns, the launch section, and the raw names in
+    the set). Every launch is kept either way: identity comes from all of its rows."""
     table = table_at(text, found.start)
     raw, _ = read_table(text, table, path)
     for needed in ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"):
@@ -80,6 +85,15 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
 
     launch_key = _launch_key(raw)
     launch_codes, launch_ids = pd.factorize(launch_key, sort=False)
+    n_launch = len(launch_ids)
+    first = raw.iloc[np.unique(launch_codes, return_index=True)[1]]  # identity: every launch, from all rows
+
+    keep = column_filter(raw_columns)
+    if keep is not None:  # only the metrics in use are parsed and pivoted (decided once per distinct name)
+        name_codes, distinct = pd.factorize(raw["Metric Name"], sort=False)
+        used = np.array([keep(str(name).strip()) for name in distinct], dtype=bool)[name_codes]
+        if used.any() and not used.all():
+            raw, launch_codes = raw.loc[used], launch_codes[used]
 
     metric = raw["Metric Name"].astype(str)
     repeated = pd.Series(launch_codes, index=raw.index).to_frame("l").assign(m=metric.to_numpy()).duplicated()
@@ -108,7 +122,7 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
             f"{raw['Metric Unit'].iloc[first_bad]!r})")
         values = values.mask(pd.Series(other_kind, index=values.index))
 
-    n_launch, n_metric = len(launch_ids), len(metric_names)
+    n_metric = len(metric_names)
     grid = np.full((n_launch, n_metric), np.nan)
     grid[launch_codes, metric_codes] = values.to_numpy()
     wide = pd.DataFrame(grid, columns=list(metric_names))
@@ -123,7 +137,6 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
     kinds_by_code.update(main_kind)
     kinds = {metric_names[c]: k for c, k in kinds_by_code.items()}
 
-    first = raw.groupby(launch_codes, sort=True).head(1) if False else raw.iloc[np.unique(launch_codes, return_index=True)[1]]
     ident = pd.DataFrame(index=range(n_launch))
     for column, target in IDENTITY.items():
         if column in first.columns:

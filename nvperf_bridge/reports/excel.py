@@ -622,7 +622,7 @@ def _append_tail(columns: list[Column], tail: pd.DataFrame, shown: int, total: i
         if header in by_header:
             by_header[header].values[shown:] = values
 
-    put("Kernel ID", text_values([f"{int(n):,} launches" for n in tail["launches"]]))
+    put("Kernel ID", text_values([f"{int(n):,} launch{'es' if int(n) != 1 else ''}" for n in tail["launches"]]))
     put("Kernel", text_values(tail["kernel"], NAME_WIDTH))
     put("Group", labels)
     put("Group share of GPU time", number_values(tail["share"].to_numpy()))
