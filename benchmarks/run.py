@@ -471,6 +471,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0,
                         help="multiply every input size (e.g. --scale 10 for 100k-kernel Excel and details runs)")
     parser.add_argument("--only", action="append", choices=STEPS, help="run only these measurements (repeatable)")
+    parser.add_argument("--size", action="append", default=[], metavar="INPUT=N",
+                        help=f"launches of one input after --scale, e.g. --size excel=100000 for the workbook at the "
+                             f"issue's 100k kernels (inputs: {', '.join(SIZES['full'])}; repeatable)")
     parser.add_argument("--formats", default="md,json,csv,parquet",
                         help="output formats measured by the memory step (comma-separated; parquet only where "
                              "pyarrow is installed; xlsx at 1M launches takes far longer than the rest)")
@@ -478,6 +481,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="folder of the real profiler files (for the small-file case)")
     args = parser.parse_args(argv)
     sizes = {k: max(1, int(v * args.scale)) for k, v in SIZES["quick" if args.quick else "full"].items()}
+    for item in args.size:
+        name, _, value = item.partition("=")
+        if name not in sizes or not value.isdigit():
+            parser.error(f"--size {item!r}: expected INPUT=N with INPUT one of {', '.join(sizes)}")
+        sizes[name] = int(value)
     repeat = 1 if args.quick else args.repeat
     only = set(args.only or STEPS)
     started = time.perf_counter()
@@ -537,7 +545,7 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - started
     print(table(rows))
     print(f"\n{len(rows)} measurements in {elapsed / 60:.1f} min")
-    full = not args.quick and not args.only and args.scale == 1.0
+    full = not args.quick and not args.only and args.scale == 1.0 and not args.size
     if full or args.write:
         command = "python benchmarks/run.py " + " ".join(argv if argv is not None else sys.argv[1:])
         write_results(args.results, info, rows, extra, command.strip(), elapsed)
