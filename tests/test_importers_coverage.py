@@ -124,3 +124,11 @@ def test_values_no_number_can_be_read_from_are_named_by_column(tmp_path: Path,
     out = capsys.readouterr().out
     assert "not parsed in inst_executed: 1 value, first at line 5: '12..5' (kept as missing)" in out
     assert "not parsed in Duration: 1 value" in out and "'soon'" in out
+
+
+def test_time_measures_are_canonical_and_no_kerr_feature_reads_one() -> None:
+    from nvperf_bridge.builtin_plugins.kerr import FEATURES
+    from nvperf_bridge.columns import CANONICAL_COLUMNS, TIME_MEASURES
+
+    assert TIME_MEASURES <= set(CANONICAL_COLUMNS)
+    assert not {c for _, _, _, sources in FEATURES for c in sources} & TIME_MEASURES

@@ -238,10 +238,13 @@ def _derive(frame: pd.DataFrame, new: dict[str, pd.Series], parts: dict[str, pd.
     before = before.astype(object).where(before.notna(), "")
     marks: list[tuple[str, pd.Series, pd.Series]] = []  # (target, rows filled, rows time-derived)
     timed: dict[str, pd.Series] = {}
+    # marks from an earlier call (before merging files): read only when there are any (large frames)
+    earlier = bool(before.astype(str).str.contains(TIME_MARK, regex=False).any()) if (before != "").any() else False
 
     def is_timed(name: str) -> pd.Series:
         if name not in timed:
-            timed[name] = before.str.contains(f"(?:^|; ){re.escape(name)}{re.escape(TIME_MARK)}", regex=True)
+            timed[name] = (before.str.contains(f"(?:^|; ){re.escape(name)}{re.escape(TIME_MARK)}", regex=True)
+                           if earlier else pd.Series(False, index=frame.index))
         return timed[name]
 
     for d in DERIVATIONS:
@@ -290,12 +293,14 @@ def _derive(frame: pd.DataFrame, new: dict[str, pd.Series], parts: dict[str, pd.
         if d.formula not in notes:
             notes.append(d.formula)
     if marks:
-        text = before.copy()
+        text = before.to_numpy(dtype=object).copy()
         for target, filled, time in marks:
-            label = np.where(time.to_numpy(), target + TIME_MARK, target)
-            add = np.where(text.to_numpy() == "", label, np.char.add("; ", label.astype(str)).astype(object))
-            text = text.where(~filled.to_numpy(), text + pd.Series(add, index=text.index))
-        new["derived"] = text.where(text != "", None)
+            rows = np.flatnonzero(filled.to_numpy())  # only the rows this derivation filled
+            labels = pd.Series(np.where(time.to_numpy()[rows], target + TIME_MARK, target), dtype=object)
+            had = pd.Series(text[rows], dtype=object)
+            text[rows] = labels.where(had == "", had + "; " + labels).to_numpy()
+        out = pd.Series(text, index=frame.index, dtype=object)
+        new["derived"] = out.where(out != "", None)
 
 
 def derived_from(kernels: pd.DataFrame, notes: list[str] | None = None) -> dict[str, dict]:
