@@ -75,3 +75,50 @@ def test_a_bad_value_is_named_with_its_line(tmp_path: Path) -> None:
     path.write_text((FIX / "nvprof_launch_metrics.csv").read_text().replace("493568", "49x3568"))
     result = read_profiles([path])
     assert any("Instructions Executed (first at line 6: '49x3568')" in n for n in result.inputs[0].notes)
+
+
+@pytest.mark.parametrize(("rows", "what"), [
+    # public per-size files (gpuperfpredict Data/Tesla-K40/*-events.csv, *-kernel-traces.csv) hold nvprof rows
+    # grep'ed out of the output, without the header: named by what they are, not "no CSV table found"
+    (['"Tesla K40c (0)","1","7","VecAdd(float const *, float const *, float*, int)",0,0,10032,10059,4100',
+      '"Tesla K40c (0)","1","7","VecAdd(float const *, float const *, float*, int)",0,0,38652,37835,8210'],
+     "per-launch counter rows"),
+    (['2.031179,1.020800e-05,512,1,1,256,1,1,11,0,0,,,"Tesla K40c (0)","1","7","VecAdd(float*, int) [100]"',
+      '2.001990,2.080000e-05,1024,1,1,256,1,1,11,0,0,,,"Tesla K40c (0)","1","7","VecAdd(float*, int) [100]"'],
+     "GPU-trace rows"),
+])
+def test_nvprof_rows_without_their_header_are_named(tmp_path: Path, rows: list[str], what: str) -> None:
+    from nvperf_bridge.errors import InputError
+
+    path = tmp_path / "rows.csv"
+    path.write_text("\n".join(rows) + "\n")
+    with pytest.raises(InputError) as caught:
+        read_profiles([path])
+    message = str(caught.value)
+    assert f"this is nvprof {what}" in message and "without their header" in message
+    assert "rows.csv:1" in message and "--print-gpu-trace" in message and "\n" not in message
+
+
+def test_visual_profiler_gpu_details_export_is_read_as_a_trace() -> None:
+    """nvvp's "export details in CSV format" (GPU details, one row per activity). Only the columns a public
+    parser of these exports reads are known (microsoft/onnxruntime PR 9127: "Name", "Start Time(ns)",
+    "Duration(ns)"); the fixture holds those, with the units in the column names."""
+    assert sniff(FIX / "nvvp_gpu_details.csv") == "nvvp-trace"
+    result = read_profiles([FIX / "nvvp_gpu_details.csv"])
+    k = result.kernels
+    assert [name.split("<")[0].split("::")[-1] for name in k["kernel"]] == [
+        "_BinaryElementWise", "volta_sgemm_128x64_nn", "_BinaryElementWise"]
+    assert list(k["duration_ns"]) == [4128.0, 96352.0, 4096.0]  # ns from the column name, not a units row
+    info = result.inputs[0]
+    assert info.format == "nvvp-trace" and any("Visual Profiler" in n for n in info.notes)
+    assert any("2 rows: memcpy" in s for s in info.skipped)
+
+
+def test_nvprof_metrics_take_their_time_from_an_nvvp_export(tmp_path: Path) -> None:
+    metrics = tmp_path / "metrics.csv"
+    metrics.write_text('==1== Metric result:\n"Device","Kernel","Invocations","Metric Name","Metric Description",'
+                       '"Min","Max","Avg"\n"Tesla V100-SXM2-16GB (0)","volta_sgemm_128x64_nn",1,"inst_executed",'
+                       '"Instructions Executed",1000,1000,1000\n')
+    result = read_profiles([metrics, FIX / "nvvp_gpu_details.csv"])
+    row = result.kernels.set_index("kernel").loc["volta_sgemm_128x64_nn"]
+    assert row["duration_ns"] == 96352.0 and row["inst_executed"] == 1000

@@ -31,6 +31,7 @@ IMPORTERS: dict[str, str] = {
     "nvprof-metrics": "nvperf_bridge.importers.nvprof_metrics",
     "nvprof-trace": "nvperf_bridge.importers.nvprof_trace",
     "nvprof-launch-counters": "nvperf_bridge.importers.nvprof_metrics",
+    "nvvp-trace": "nvperf_bridge.importers.nvprof_trace",
     "nvprof-summary": "nvperf_bridge.importers.nvprof_trace",
     "kernel-yaml": "nvperf_bridge.importers.kernel_yaml",
 }
@@ -158,7 +159,7 @@ def _is_api(text: str, found) -> bool:
 
 
 # layouts whose tables, when one follows another in a file, are runs of one program appended to one log
-_APPENDED_RUNS = frozenset({"nvprof-trace", "nvprof-summary"})
+_APPENDED_RUNS = frozenset({"nvprof-trace", "nvprof-summary", "nvvp-trace"})
 
 
 def _join_runs(parts: list, tables: list, text: str) -> list:

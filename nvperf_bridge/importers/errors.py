@@ -10,6 +10,17 @@ from nvperf_bridge.errors import InputError
 _PROFILER_ERROR = re.compile(r"^==(?:ERROR|WARNING)==.*$", re.M)
 # nsys stats / nsys export CSV headers: "Time (%)","Total Time (ns)",... or "Start (ns)","Duration (ns)",...
 _NSYS_HEADER = re.compile(r'^"?(?:Time \(%\)|Time\(%\)|Start \(ns\)|Start|Total Time \(ns\))"?,.*\(ns\)', re.M)
+# nvprof rows whose header line was filtered away (grep for the device name): what each kind of row looks like
+_HEADERLESS = (
+    (re.compile(r'^"[^"\n]+ \(\d+\)","\d+","\d+","[^"\n]+",[-+\d.eE]', re.M),
+     "nvprof per-launch counter rows (--print-gpu-trace with --metrics/--events) without their header line, so "
+     "the counter names are lost",
+     "keep nvprof's output whole: `nvprof --print-gpu-trace --metrics M1,M2 --csv --log-file out.csv ./app`"),
+    (re.compile(r'^[-+\d.eE]+,[-+\d.eE]+,(?:[^,\n]*,){9,}"[^"\n]+ \(\d+\)","\d+","\d+","[^"\n]*"\s*$', re.M),
+     "nvprof GPU-trace rows (--print-gpu-trace) without their header and units lines, so the columns and units "
+     "are lost",
+     "keep nvprof's output whole: `nvprof --print-gpu-trace --csv --log-file trace.csv ./app`"),
+)
 _COLLECT = "expected the output of `ncu --csv --page raw --print-units base ...`, `ncu --csv ...`, " \
            "`nvprof --csv --metrics ...` or `nvprof --csv --print-gpu-trace ...`"
 
@@ -45,6 +56,10 @@ def no_table_error(path: Path, text: str) -> InputError:
             hint="check that the application launches kernels and that --kernel-name / --launch-skip / "
                  "--launch-count match some, and that --csv was given; then profile again",
         )
+    for rows, what, hint in _HEADERLESS:
+        found = rows.search(text)
+        if found is not None and _mostly(rows, text):
+            return InputError(f"this is {what}", path=path, line=text.count("\n", 0, found.start()) + 1, hint=hint)
     nsys = _NSYS_HEADER.search(text)
     if nsys is not None:
         return InputError(
@@ -59,3 +74,9 @@ def no_table_error(path: Path, text: str) -> InputError:
         return InputError("YAML without a top-level `kernels:` list", path=path,
                           hint="kernel-yaml files need `kernels:` at the top level")
     return InputError("no CSV table found", path=path, line=None, hint=_COLLECT)
+
+
+def _mostly(rows: re.Pattern[str], text: str) -> bool:
+    """Most non-blank lines of ``text`` are rows of this shape (not one stray line in a log)."""
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("==")]
+    return bool(lines) and len(rows.findall(text)) >= 0.8 * len(lines)

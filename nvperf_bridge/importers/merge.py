@@ -29,6 +29,7 @@ from nvperf_bridge.importers.canonical import canonicalize, finish, short_names
 from nvperf_bridge.kernelframe import ImportResult
 
 _LAUNCH_KEY = ["kernel_id", "kernel_name"]
+TRACE_FORMATS = frozenset({"nvprof-trace", "nvvp-trace"})  # one row per launch with its measured Duration
 _MIN_OVERLAP = 0.5  # share of the smaller file's launches two ncu files must share to be one run
 
 
@@ -42,7 +43,7 @@ def combine(parsed: list[Parsed]) -> ImportResult:
     parsed = drop_overlaps(parsed, warnings)
     frames: list[pd.DataFrame] = []
     metrics = [p for p in parsed if p.info.format == "nvprof-metrics"]
-    traces = [p for p in parsed if p.info.format == "nvprof-trace"]
+    traces = [p for p in parsed if p.info.format in TRACE_FORMATS]
     summaries = [p for p in parsed if p.info.format == "nvprof-summary"]
     paired_traces: set[int] = set()
     launch_counters = [p for p in parsed if p.info.format == "nvprof-launch-counters"]
@@ -397,7 +398,7 @@ def drop_overlaps(parsed: list[Parsed], warnings: list[str]) -> list[Parsed]:
             continue
         shapes.setdefault(shape, []).append(p)
         kept.append(p)
-    traces = [p for p in kept if p.info.format == "nvprof-trace"]
+    traces = [p for p in kept if p.info.format in TRACE_FORMATS]
     if not traces:
         return kept
     out: list[Parsed] = []

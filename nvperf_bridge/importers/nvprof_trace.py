@@ -46,6 +46,9 @@ NON_KERNEL = (
 )
 _TEXT_COLUMNS = ("Name", "Device", "Context", "Stream", "SrcMemType", "DstMemType", "Type", "Unified Memory",
                  "Virtual Address", "Correlation_ID")
+NVVP_FORMAT = "nvvp-trace"
+_UNIT_IN_NAME = re.compile(r"^(?P<name>[^()]+?)\s*\((?P<unit>[A-Za-z/%]+)\)$")
+_NVVP_NAMES = {"Start Time": "Start"}  # the nvvp export's column names that differ from nvprof's trace
 _DEVICE_IN_TEXT = re.compile(r'^"([^"]+?) \(\d+\)",', re.M)
 
 
@@ -55,12 +58,16 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
     # only the text columns are read as strings; the C parser reads the numbers (parse_numbers takes both)
     raw, units = read_table(text, table, path, skip_units_row=has_units_row(text, table.start),
                             text_columns=list(_TEXT_COLUMNS))
-    header_cols = list(raw.columns)
-    unit_of = dict(zip(header_cols, units)) if units else {}
+    unit_of = dict(zip(raw.columns, units)) if units else {}
     first_line = table.header_line + (3 if units else 2)
-    raw["_line"] = np.arange(first_line, first_line + len(raw))
-    fmt = "nvprof-summary" if found.format == "nvprof-summary" else "nvprof-trace"
+    fmt = found.format if found.format in ("nvprof-summary", NVVP_FORMAT) else "nvprof-trace"
     info = InputFile(path=str(path), format=fmt, kernels=0)
+    if fmt == NVVP_FORMAT:
+        raw, unit_of = _units_from_header(raw)
+        info.notes.append("NVIDIA Visual Profiler (nvvp) GPU details export: units taken from the column names "
+                          "(Duration(ns)); one row per GPU activity")
+    header_cols = list(raw.columns)
+    raw["_line"] = np.arange(first_line, first_line + len(raw))
     if "Name" not in raw.columns:
         raise InputError("the nvprof table has no Name column", path=path, line=table.header_line + 1)
 
@@ -148,6 +155,21 @@ def read(path: Path, text: str, found: Sniffed) -> Parsed:
             frame["device"] = device.group(1)
             info.notes.append(f"device name {device.group(1)!r} taken from the Unified Memory table after the summary")
     return to_parsed(frame, kinds, info, per_kernel=per_kernel, join="name")
+
+
+def _units_from_header(raw: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Columns named with their unit ("Duration(ns)", "Start Time(ns)") -> the trace's names ("Duration",
+    "Start") and that unit; other columns keep their name."""
+    renamed: dict[str, str] = {}
+    unit_of: dict[str, str] = {}
+    for column in raw.columns:
+        found = _UNIT_IN_NAME.match(str(column))
+        if found is None or lookup(found.group("unit")) is None:
+            continue
+        name = _NVVP_NAMES.get(found.group("name").strip(), found.group("name").strip())
+        renamed[column] = name
+        unit_of[name] = found.group("unit")
+    return raw.rename(columns=renamed), unit_of
 
 
 def _columns_of(entries: list[str]) -> set[str]:

@@ -23,10 +23,12 @@ SIGNATURES: tuple[tuple[str, frozenset[str], frozenset[str]], ...] = (
     ("nvprof-launch-counters", frozenset({"Device", "Context", "Stream", "Kernel"}),
      frozenset({"Invocations", "Metric Name", "Event Name", "Start", "Duration"})),
     ("nvprof-summary", frozenset({"Time(%)", "Time", "Calls", "Avg", "Name"}), frozenset()),
+    # the Visual Profiler's "export details in CSV format" (GPU details): units in the column names
+    ("nvvp-trace", frozenset({"Name", "Start Time(ns)", "Duration(ns)"}), frozenset()),
 )
 
 # candidate header lines: a first field (quoted, or not in hand-converted files) that a signature starts with
-_HEADER_START = re.compile(r'^"?(?:ID|Device|Start|Type|Time\(%\))"?,', re.M)
+_HEADER_START = re.compile(r'^(?:"?(?:ID|Device|Start|Type|Time\(%\))"?,|(?=[^\n]*"?Duration\(ns\)"?(?:,|$)))', re.M)
 
 
 # bounds on what a header may hold: ncu's raw page with every metric has a few thousand columns
