@@ -43,7 +43,7 @@ _TABLE: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("registers_per_thread", "int", "count", "registers per thread", "launch__registers_per_thread", "Registers Per Thread (trace)"),
     ("shared_mem_per_block_bytes", "float", "bytes", "static + dynamic shared memory per block", "launch__shared_mem_per_block_static,launch__shared_mem_per_block_dynamic", "Static SMem + Dynamic SMem (trace)"),
     ("duration_ns", "float", "ns", "measured kernel duration", "gpu__time_duration.sum", "Duration (trace)"),
-    ("sm_cycles", "float", "cycles", "elapsed SM cycles (average over SMs)", "sm__cycles_elapsed.avg", "elapsed_cycles_sm"),
+    ("sm_cycles", "float", "cycles", "elapsed SM cycles (average over SMs; nvprof's elapsed_cycles_sm is the sum over SMs: sm_cycles_sum)", "sm__cycles_elapsed.avg", ""),
     ("sm_clock_hz", "float", "Hz", "measured SM clock during the launch", "sm__cycles_elapsed.avg.per_second", ""),
     ("achieved_occupancy", "float", "fraction", "active warps / max warps per SM, 0..1", "sm__warps_active.avg.pct_of_peak_sustained_active", "achieved_occupancy"),
     ("theoretical_occupancy", "float", "fraction", "theoretical occupancy, 0..1", "sm__maximum_warps_per_active_cycle_pct", ""),
