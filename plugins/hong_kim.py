@@ -152,6 +152,7 @@ DEFAULT_COALESCED_SECTORS = 4.0
 
 MEMORY_INPUTS = ("requests", "dram")
 CASE_SELECTIONS = ("published", "section-3.2")
+SHARED_MEMORY = ("pipe", "off")  # the first is the default
 
 STATE_NO_MEMORY = "no global memory instructions"
 STATE_EQ22 = "MWP = CWP = N (not enough warps)"
@@ -237,6 +238,13 @@ class HongKimModel:
             "Hong & Kim ISCA'09 Table 1 row 21: data size (typically 4 B) x 32 threads",
         ),
         ConstantSpec(
+            "Shared_cycles_per_wavefront", 1.0, "cycles", (0.01, 64.0),
+            "SM cycles the shared-memory pipe takes per wavefront; used only by the shared_memory=pipe "
+            "EXTENSION (not in the paper)",
+            "CUDA C++ Programming Guide, 'Shared Memory' (compute 3.x-9.x): 32 banks, each 32 bits per clock "
+            "cycle, so one conflict-free 128-byte wavefront per cycle per SM; a k-way conflict is k wavefronts",
+        ),
+        ConstantSpec(
             "L2_LD", 200.0, "cycles", (1.0, 5000.0),
             "L2 hit latency, used only by the cache_aware EXTENSION (not in the paper)",
             "order of magnitude of L2 hit latency reported by microbenchmarks on Volta-class GPUs "
@@ -249,6 +257,7 @@ class HongKimModel:
         options = options or {}
         memory_inputs = choice_option(options, "memory_inputs", MEMORY_INPUTS, self.id)
         case_selection = choice_option(options, "case_selection", CASE_SELECTIONS, self.id)
+        shared_memory = choice_option(options, "shared_memory", SHARED_MEMORY, self.id)
         cache_aware = bool_option(options, "cache_aware", False, self.id)
         if cache_aware and memory_inputs == "dram":
             raise ModelError(
@@ -361,7 +370,17 @@ class HongKimModel:
 
             # --- CWP ---
             Mem_cycles = Mem_L_Uncoal * Uncoal_Mem_insts + Mem_L_Coal * Coal_Mem_insts  # (18)
-            Comp_cycles = const["Issue_cycles"] * Total_insts  # (19)
+            Issue_comp_cycles = const["Issue_cycles"] * Total_insts  # (19)
+            # EXTENSION (not the paper, option shared_memory=off drops it): the SM's shared-memory pipe
+            # serves one wavefront per cycle (32 banks x 32 bits per clock, CUDA C++ Programming Guide
+            # 'Shared Memory'), so a warp's compute period is at least its wavefronts x Shared_cycles
+            shared_waves = (column_or_nan(kernels, "shared_ld_wavefronts").fillna(0.0)
+                            + column_or_nan(kernels, "shared_st_wavefronts").fillna(0.0)) / total_warps
+            Shared_cycles = shared_waves * const["Shared_cycles_per_wavefront"]
+            if shared_memory == "pipe":
+                Comp_cycles = np.maximum(Issue_comp_cycles, Shared_cycles)
+            else:
+                Comp_cycles = Issue_comp_cycles
             CWP_full = (Mem_cycles + Comp_cycles) / Comp_cycles  # (8)
             CWP = np.minimum(CWP_full, N)  # (9)
             Comp_p = (Comp_cycles / Mem_insts).where(has_memory, np.nan)  # (2)
@@ -490,6 +509,12 @@ class HongKimModel:
             "memory_inputs": memory_label,
             "cache_aware": cache_aware,
             "case_selection": case_selection,
+            "shared_memory": shared_memory,
+            "Issue_comp_cycles": Issue_comp_cycles,
+            "Shared_cycles": Shared_cycles,
+            "comp_limit": pd.Series(np.where((shared_memory == "pipe") & (Shared_cycles > Issue_comp_cycles),
+                                             "shared-memory wavefronts (extension)", "issue (Eq. 19)"),
+                                    index=index, dtype="object"),
             "clock_hz": freq,
             "clock_source": clock_source,
         }
