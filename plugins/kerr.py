@@ -274,12 +274,11 @@ def varimax(loadings: np.ndarray, max_iter: int = 500, tol: float = 1e-10) -> np
 
 def _silhouette(points: np.ndarray, labels: np.ndarray) -> float:
     """Mean silhouette coefficient (Rousseeuw 1987), vectorised."""
-    # squared distances accumulated one component at a time: no (n, n, m) temporary
-    d2 = np.zeros((len(points), len(points)))
-    for j in range(points.shape[1]):
-        diff = points[:, None, j] - points[None, :, j]
-        d2 += diff * diff
-    d = np.sqrt(d2, out=d2)
+    from scipy.spatial.distance import cdist
+
+    # Euclidean distances: cdist sums the squared differences component by component, as the
+    # (n, n) accumulation it replaces did (speed only: the same numbers, without n x n temporaries)
+    d = cdist(points, points)
     clusters = np.unique(labels)
     if len(clusters) < 2:
         return -1.0

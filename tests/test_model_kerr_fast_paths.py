@@ -75,3 +75,18 @@ def test_dense_group_labels_skip_the_sort_with_the_same_codes() -> None:
     np.testing.assert_array_equal(kerr._group_index(sparse), np.unique(sparse, return_inverse=True)[1])
     names = np.array([f"k{i}" for i in dense])
     np.testing.assert_array_equal(kerr._group_index(names), np.unique(names, return_inverse=True)[1])
+
+
+def test_silhouette_distances_equal_the_componentwise_sum() -> None:
+    rng = np.random.default_rng(3)
+    for m in (1, 2, 5, 9, 17, 26):
+        points = rng.normal(size=(300, m)) * rng.uniform(0.01, 1000.0, m)
+        labels = rng.integers(0, 4, len(points))
+        d2 = np.zeros((len(points), len(points)))
+        for j in range(m):  # the accumulation cdist replaced
+            diff = points[:, None, j] - points[None, :, j]
+            d2 += diff * diff
+        from scipy.spatial.distance import cdist
+
+        np.testing.assert_array_equal(cdist(points, points), np.sqrt(d2))
+        assert -1.0 <= kerr._silhouette(points, labels) <= 1.0
