@@ -1,4 +1,4 @@
-"""A run over several GPUs: each kernel group is judged against its own device's profile.
+"""The review judges each kernel with its own device's profile and counters in one unit.
 
 The amaris-kepler-maxwell folder holds the same nine kernels measured on five GPUs with
 different SM counts, bandwidths and FP32 peaks, so a number taken from the wrong board shows.
@@ -55,3 +55,18 @@ def test_roofline_places_each_group_under_its_own_gpus_roof(amaris) -> None:
         roof = by_gpu[row.gpu]
         expected = min(roof["peak_flop_per_s"], row.intensity * roof["bandwidth_bytes_per_s"])
         assert row.attainable == pytest.approx(expected, rel=1e-12)
+
+
+def test_nvprof_pascal_loads_are_counted_in_32_byte_sectors_for_the_advice() -> None:
+    """vectorAdd's loads are perfectly coalesced 4-byte words: 4 sectors per request on the 1080 Ti.
+    nvprof counts them as 8 gld_transactions (16-byte pieces on Pascal); read raw, the advice would
+    call a textbook coalesced kernel 2x uncoalesced."""
+    folder = REALDATA / "magus-corpus"
+    if not folder.is_dir():
+        pytest.skip("magus-corpus is not present")
+    analysis = analyze_files([folder / "metrics_cudasdk_vectorAdd.csv", folder / "traces_cudasdk_vectorAdd.csv"],
+                             model_ids=["roofline"])
+    compute, memory, _ = speed_of_light(analysis)
+    quantities = row_quantities(analysis, compute, memory)
+    assert quantities["load_sectors_per_request"].iloc[0] == pytest.approx(4.0, rel=0.01)
+    assert quantities["store_sectors_per_request"].iloc[0] == pytest.approx(4.0, rel=0.01)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nvperf_bridge.counters import global_sectors
 from nvperf_bridge.model import column_or_nan
 
 MAX_ACTIONS = 3
@@ -97,8 +98,11 @@ def row_quantities(analysis: Any, compute: pd.Series, memory: pd.Series) -> pd.D
     dram = dram.fillna(column_or_nan(kernels, "dram_read_bytes") + column_or_nan(kernels, "dram_write_bytes"))
     dram_fraction = column_or_nan(kernels, "sol_dram_fraction").fillna(
         dram / (duration * 1e-9) / bandwidth)
-    ld = column_or_nan(kernels, "global_ld_sectors") / column_or_nan(kernels, "inst_global_ld").where(lambda s: s > 0)
-    st = column_or_nan(kernels, "global_st_sectors") / column_or_nan(kernels, "inst_global_st").where(lambda s: s > 0)
+    # 32-byte sectors on every architecture (nvprof's gld_transactions are 16-byte pieces on
+    # Maxwell/Pascal and 128-byte lines on Kepler: counters.global_sectors converts them)
+    ld_sectors, st_sectors, _ = global_sectors(kernels, analysis.gpu)
+    ld = ld_sectors / column_or_nan(kernels, "inst_global_ld").where(lambda s: s > 0)
+    st = st_sectors / column_or_nan(kernels, "inst_global_st").where(lambda s: s > 0)
     shared = (column_or_nan(kernels, "shared_ld_wavefronts")
               / column_or_nan(kernels, "inst_shared_ld").where(lambda s: s > 0))
     grid = column_or_nan(kernels, "grid_blocks")
