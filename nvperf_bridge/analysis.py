@@ -96,9 +96,26 @@ class Analysis:
         return {mid: run for mid, run in self.runs.items() if run.result is not None}
 
     def accuracy(self) -> pd.DataFrame:
-        """Per model: n, mape, median_ape, gm_abs_error, mean_accuracy (fractions)."""
-        rows = {mid: accuracy_stats(run.result["predicted_ns"], self.measured_ns) for mid, run in self.ok_runs().items()}
+        """Per model: n, mape, median_ape, gm_abs_error, mean_accuracy (fractions).
+
+        A kernel whose required input was derived from its own duration (DRAM bytes =
+        throughput x duration: ``derived`` marks it "(time)") is left out of its model's
+        figures: that prediction has seen the measured time and says nothing about accuracy.
+        """
+        measured = self.measured_ns
+        rows = {mid: accuracy_stats(run.result["predicted_ns"], measured.mask(self.time_derived_inputs(run)))
+                for mid, run in self.ok_runs().items()}
         return pd.DataFrame.from_dict(rows, orient="index", columns=list(ACCURACY_COLUMNS))
+
+    def time_derived_inputs(self, run: ModelRun) -> pd.Series:
+        """Per kernel: does a column the model requires carry the measured time through a derivation?"""
+        from nvperf_bridge.importers.canonical import time_derived
+
+        mask = pd.Series(False, index=self.kernels.index)
+        if "derived" in self.kernels.columns:
+            for column in run.requires:
+                mask |= time_derived(self.kernels, column)
+        return mask
 
     def summary(self) -> pd.DataFrame:
         """One row per kernel: identity, measured time, each model's prediction,

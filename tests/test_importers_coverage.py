@@ -132,3 +132,31 @@ def test_time_measures_are_canonical_and_no_kerr_feature_reads_one() -> None:
 
     assert TIME_MEASURES <= set(CANONICAL_COLUMNS)
     assert not {c for _, _, _, sources in FEATURES for c in sources} & TIME_MEASURES
+
+
+def test_accuracy_leaves_out_predictions_made_from_time_derived_inputs(tmp_path: Path) -> None:
+    """ncu 2019 details: DRAM bytes only as Memory Throughput (byte/second) x Duration. The models that
+    require dram_bytes predict, but their accuracy figures must not count those kernels."""
+    from nvperf_bridge.analysis import analyze_files
+
+    head = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Kernel Time","Context","Stream",'
+            '"Section Name","Metric Name","Metric Unit","Metric Value"\n')
+    rows = []
+    for i, (dur, bw) in enumerate([(10_000, 3e11), (40_000, 2e11)]):
+        ident = f'"{i}","7","app","host","k{i}(float*)","2024-Jan-01 10:00:0{i}","1","7"'
+        for section, name, unit, value in [("SOL", "Duration", "nsecond", dur), ("MWA", "Memory Throughput", "byte/second", bw),
+                                           ("LaunchStats", "Grid Size", "", 1024), ("LaunchStats", "Block Size", "", 256),
+                                           ("Compute", "Executed Instructions", "inst", 50_000),
+                                           ("Compute", "Issued Instructions", "inst", 51_000),
+                                           ("Occupancy", "Achieved Occupancy", "%", 60)]:
+            rows.append(f'{ident},"{section}","{name}","{unit}","{value}"\n')
+    path = tmp_path / "details.log"
+    path.write_text("Tesla V100-SXM2-16GB\n" + head + "".join(rows))
+    analysis = analyze_files([path])
+    k = analysis.kernels
+    assert k["dram_bytes"].tolist() == pytest.approx([3e6, 8e6]) and k["derived"].str.contains("(time)", regex=False).all()
+    accuracy = analysis.accuracy()
+    for mid, run in analysis.ok_runs().items():
+        if "dram_bytes" in run.requires:
+            assert run.result["predicted_ns"].notna().any(), mid  # the model still predicts ...
+            assert accuracy.loc[mid, "n"] == 0, mid  # ... but its accuracy does not count them
