@@ -1,4 +1,4 @@
-"""The recommended estimate: a fitted bound-and-latency model over the counters, with Transit.
+"""The recommended estimate: fitted bounds and latencies over the counters, blended with Transit.
 
 This is NOT a paper's model. It is nvperf-bridge's own estimate, labelled
 "recommended estimate (beyond the papers)" everywhere, chosen because it had
@@ -7,12 +7,13 @@ the best cross-validated accuracy on applications the fit never saw
 and docs/calibration.md). The papers' models stay available, unchanged.
 
 Form (every term in ns, computed from counters and the GPU profile only; the
-kernel's measured time, its throughputs, utilizations, IPC or cycle counts are
-never inputs)::
+kernel's measured time, its throughputs, utilizations, IPC, stall shares or cycle
+counts are never inputs)::
 
-    t = overhead + ( sum_i (k_i * T_i)^p )^(1/p)
+    B = overhead + ( sum_i (k_i * T_i)^p )^(1/p)          the bound model
+    t = B^(1 - w) * (k_transit * T_transit)^w              geometric blend with Transit
 
-a soft maximum (p = 1: the terms add up; p -> inf: the largest wins) over
+``B`` is a soft maximum (p = 1: the terms add up; p -> inf: the largest wins) over
 
 - ``T_issue``   = inst_issued (else inst_executed) / (sm_count x 4 schedulers x clock):
   the instruction-issue bound (4 warp schedulers per SM from Kepler to Blackwell);
@@ -20,26 +21,33 @@ a soft maximum (p = 1: the terms add up; p -> inf: the largest wins) over
 - ``T_l2``      = (global_ld_sectors + global_st_sectors) x 32 B / memory bandwidth:
   the L1/L2 traffic bound (k_l2 absorbs the L2-to-DRAM bandwidth ratio);
 - ``T_shared``  = shared-memory wavefronts / (sm_count x clock): one wavefront per cycle per SM;
+- ``T_fp64``    = flop_dp / the profile's peak FP64 rate (sm_count x fp64_units_per_sm x 2 x clock):
+  the double-precision pipe bound (1/32 of FP32 on GeForce parts);
+- ``T_atomic``  = global atomic transactions / clock: atomics to one address serialise in
+  the L2 (k_atomic = cycles per atomic transaction, GPU-wide); nvprof ``atomic_transactions``,
+  ncu ``l1tex__t_set_accesses_pipe_lsu_mem_global_op_atom.sum`` + ``..._op_red.sum`` (the
+  pair NVIDIA's nvprof-to-ncu metric table gives), 0 when neither was collected;
 - ``T_latency`` = instructions per warp x waves / clock: one warp's dependent
   instruction stream, once per wave (k_latency = cycles per dependent instruction);
 - ``T_memlat``  = global requests per warp x waves / clock (k_memlat = cycles of
-  memory latency exposed per request);
-- ``T_transit`` = Transit's own prediction with the profile's constants (the stacked paper model).
+  memory latency exposed per request).
 
-``waves`` is the shared launch geometry's ``full_waves``. The k_i, ``p`` and
-``overhead`` are the model's constants: fitted once on magus-corpus (43
-applications on a GTX 1080 Ti, grouped cross-validation), shipped as their
-defaults with that provenance, and refitted for any GPU with
-``nvperf-bridge calibrate --model recommended`` (also ``--per-kernel``).
+``T_transit`` is Transit's own prediction with the profile's constants (the stacked paper
+model); where Transit gives none, ``t = B``. ``waves`` is the shared launch geometry's
+``full_waves``. The k_i, ``p``, ``w`` and ``overhead`` are the model's constants: fitted
+once on magus-corpus (43 applications on a GTX 1080 Ti, application-grouped
+cross-validation; ``benchmarks/fit_recommended.py``), shipped as their defaults with that
+provenance, and refitted for any GPU with ``nvperf-bridge calibrate --model recommended``
+(also ``--per-kernel``). No constant is tuned to an application: all are shared by every kernel.
 
-The label: the term that dominates the soft maximum (issue -> compute, dram /
-l2 / shared -> memory-bandwidth, memlat -> memory-latency, latency -> parallelism
-(too few warps to hide dependent latency), transit -> Transit's own label; the
-launch overhead when it is more than half the time -> parallelism).
+The label: the term that dominates the bound model (issue / fp64 -> compute, dram / l2 /
+shared -> memory-bandwidth, memlat / atomic -> memory-latency, latency -> parallelism
+(too few warps to hide dependent latency); the launch overhead when it is more than half
+the bound model -> parallelism).
 
-A profile written by ``calibrate --per-kernel`` carries one factor per kernel function (and
-per function and block size) under ``calibration.per_kernel.recommended``: the prediction of
-another run of that function (another input size) is multiplied by it (``kernel_factor``).
+A profile written by ``calibrate --per-kernel`` carries, per kernel function, a factor and
+a size exponent under ``calibration.per_kernel.recommended``; the prediction of another run of
+that function is corrected by them (``kernel_factor``).
 
 On a GPU of another architecture than the one the defaults were fitted on (and
 without constants calibrated for it in its profile), every prediction is made
@@ -49,6 +57,7 @@ and ``state`` says it is extrapolated.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Mapping
@@ -71,29 +80,43 @@ from nvperf_bridge.model import (
 )
 
 MODEL_ID = "recommended"
-MODEL_VERSION = "1.0"
+MODEL_VERSION = "2.0"
 DATA_FILE = "recommended_estimate.json"
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, cc 3.x (Kepler) to 10.x/12.x: CUDA C++ Programming Guide, "Compute Capabilities"
 SECTOR_BYTES = 32
-TERMS = ("issue", "dram", "l2", "shared", "latency", "memlat", "transit")
-TERM_BOTTLENECK = {"issue": "compute", "dram": "memory-bandwidth", "l2": "memory-bandwidth",
-                   "shared": "memory-bandwidth", "latency": "parallelism", "memlat": "memory-latency"}
+# The bound model's terms (the soft maximum); Transit is blended in geometrically, not a term.
+BOUND_TERMS = ("issue", "dram", "l2", "shared", "fp64", "atomic", "latency", "memlat")
+TERMS = (*BOUND_TERMS, "transit")
+TERM_BOTTLENECK = {"issue": "compute", "fp64": "compute", "dram": "memory-bandwidth", "l2": "memory-bandwidth",
+                   "shared": "memory-bandwidth", "latency": "parallelism", "memlat": "memory-latency",
+                   "atomic": "memory-latency"}
+# Global atomic/reduction transactions: nvprof's metric, else the ncu pair NVIDIA's
+# "nvprof metric comparison" table maps it to (summed). Raw profiler columns: no canonical name yet.
+ATOMIC_SOURCES: tuple[tuple[str, ...], ...] = (
+    ("atomic_transactions",),
+    ("l1tex__t_set_accesses_pipe_lsu_mem_global_op_atom.sum", "l1tex__t_set_accesses_pipe_lsu_mem_global_op_red.sum"),
+)
 
 # Where the fit starts (and the defaults when the shipped data file is absent): every
 # bound at its hardware peak (k = 1), 4 cycles per dependent instruction, 400 cycles per
-# exposed memory request, 3 us of launch overhead, a soft maximum close to the sum.
+# exposed memory request, 1 cycle per atomic transaction, 3 us of launch overhead, a soft
+# maximum close to the sum, Transit weighted 0.3 at its own scale.
 NEUTRAL: dict[str, float] = {"overhead_ns": 3000.0, "k_issue": 1.0, "k_dram": 1.0, "k_l2": 1.0, "k_shared": 1.0,
-                             "k_latency": 4.0, "k_memlat": 400.0, "k_transit": 1.0, "p": 2.0}
+                             "k_fp64": 1.0, "k_atomic": 1.0, "k_latency": 4.0, "k_memlat": 400.0, "p": 2.0,
+                             "w_transit": 0.3, "k_transit": 1.0}
 _SPECS = (
     ("overhead_ns", "ns", (100.0, 1e5), "launch overhead added to every kernel"),
     ("k_issue", "x", (1e-3, 1e3), "factor on the instruction-issue bound"),
     ("k_dram", "x", (1e-3, 1e3), "factor on the DRAM bandwidth bound"),
     ("k_l2", "x", (1e-3, 1e3), "factor on the global-sector (L1/L2 traffic) bound"),
     ("k_shared", "x", (1e-3, 1e3), "factor on the shared-memory wavefront bound"),
+    ("k_fp64", "x", (1e-3, 1e3), "factor on the FP64 pipe bound"),
+    ("k_atomic", "cycles", (1e-3, 1e4), "cycles per global atomic transaction, serialised GPU-wide"),
     ("k_latency", "cycles", (1e-3, 1e3), "cycles per dependent instruction of one warp, per wave"),
     ("k_memlat", "cycles", (1e-3, 1e4), "cycles of memory latency exposed per global request of one warp, per wave"),
-    ("k_transit", "x", (1e-3, 1e3), "factor on Transit's prediction"),
     ("p", "exponent", (1.0, 20.0), "soft-maximum exponent (1: terms add, 20: the largest wins)"),
+    ("w_transit", "weight", (0.0, 1.0), "weight of Transit in the geometric blend (0: the bound model alone)"),
+    ("k_transit", "x", (1e-3, 1e3), "factor on Transit's prediction inside the blend"),
 )
 
 
@@ -109,15 +132,24 @@ def shipped_fit() -> dict[str, Any]:
 
 def _constants() -> tuple[ConstantSpec, ...]:
     fit = shipped_fit()
-    values = fit.get("constants", {})
+    values = fit.get("constants", {}) if fit.get("model_version") == MODEL_VERSION else {}
     source = (f"fitted on {fit['provenance']['data']} ({fit['provenance']['date']}); "
-              f"data/{DATA_FILE}" if values else "neutral start value (no shipped fit found)")
+              f"data/{DATA_FILE}" if values else "neutral start value (no shipped fit for this model version)")
     return tuple(ConstantSpec(name, float(values.get(name, NEUTRAL[name])), unit, bounds, meaning, source)
                  for name, unit, bounds, meaning in _SPECS)
 
 
+def atomic_transactions(kernels: pd.DataFrame) -> pd.Series:
+    """Global atomic/reduction transactions per launch (0 where no source column was collected)."""
+    for names in ATOMIC_SOURCES:
+        if all(name in kernels.columns for name in names):
+            total = sum(pd.to_numeric(kernels[name], errors="coerce") for name in names)
+            return pd.Series(total, index=kernels.index, dtype="float64").fillna(0.0)
+    return pd.Series(0.0, index=kernels.index, dtype="float64")
+
+
 def term_table(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any] | None = None) -> pd.DataFrame:
-    """The bound and latency terms T_i (ns, before their factors) of every kernel."""
+    """The bound and latency terms T_i (ns, before their factors) of every kernel, and Transit's prediction."""
     clock = gpu.sm_clock_hz
     bandwidth = gpu.memory_bandwidth_bytes_per_s
     geometry = launch_geometry(kernels, gpu)
@@ -130,6 +162,8 @@ def term_table(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any
     wavefronts = (column_or_nan(kernels, "shared_ld_wavefronts").fillna(0)
                   + column_or_nan(kernels, "shared_st_wavefronts").fillna(0))
     requests = column_or_nan(kernels, "inst_global_ld").fillna(0) + column_or_nan(kernels, "inst_global_st").fillna(0)
+    fp64_peak = gpu.peak_fp64_flop_per_s
+    flop_dp = column_or_nan(kernels, "flop_dp").fillna(0)
     warps = geometry.total_warps
     waves = geometry.full_waves.clip(lower=1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -138,6 +172,8 @@ def term_table(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any
             "dram": dram / bandwidth * 1e9,
             "l2": sectors * SECTOR_BYTES / bandwidth * 1e9,
             "shared": wavefronts / (gpu.sm_count * clock) * 1e9,
+            "fp64": flop_dp / fp64_peak * 1e9 if fp64_peak else flop_dp * 0.0,
+            "atomic": atomic_transactions(kernels) / clock * 1e9,
             "latency": executed / warps * waves / clock * 1e9,
             "memlat": requests / warps * waves / clock * 1e9,
         }, index=kernels.index)
@@ -149,33 +185,91 @@ def term_table(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any
     return table
 
 
+# The terms do not depend on this model's constants, but a fit evaluates the model hundreds of
+# times on the same rows with trial constants: the last few term tables of small frames are kept,
+# keyed on the memory of the rows' columns (the entry holds those arrays, so their memory cannot
+# be reused by another frame while it is cached) and on everything of the profile except this
+# model's own constants. Large frames (an analysis, evaluated once) are never cached.
+_TERM_CACHE: "OrderedDict[tuple, tuple[list[np.ndarray], pd.Index, pd.DataFrame]]" = OrderedDict()
+_TERM_CACHE_SIZE = 4
+_TERM_CACHE_MAX_ROWS = 50_000
+
+
+def _cache_key(kernels: pd.DataFrame, gpu: GpuProfile,
+               options: Mapping[str, Any] | None) -> tuple[tuple, list[np.ndarray]] | None:
+    if len(kernels) > _TERM_CACHE_MAX_ROWS:
+        return None
+    parts: list[object] = [len(kernels)]
+    arrays: list[np.ndarray] = []
+    for name in kernels.columns:
+        values = kernels[name].to_numpy(copy=False)
+        if not isinstance(values, np.ndarray):
+            return None
+        arrays.append(values)
+        parts.append((str(name), values.__array_interface__["data"][0], values.dtype.str, values.strides))
+    raw = {key: value for key, value in gpu.raw.items() if key != "calibration"}
+    raw["models"] = {mid: named for mid, named in (raw.get("models") or {}).items() if mid != MODEL_ID}
+    try:
+        parts.append(json.dumps(raw, sort_keys=True, default=str))
+        parts.append(json.dumps(dict((options or {}).get("transit_options", {})), sort_keys=True, default=str))
+    except (TypeError, ValueError):
+        return None
+    return tuple(parts), arrays
+
+
+def cached_term_table(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """``term_table``, reused while the same rows and profile come back (a fit's trial evaluations)."""
+    keyed = _cache_key(kernels, gpu, options)
+    if keyed is not None and keyed[0] in _TERM_CACHE:
+        _, index, table = _TERM_CACHE[keyed[0]]
+        if index.equals(kernels.index):
+            _TERM_CACHE.move_to_end(keyed[0])
+            return table.copy()
+    table = term_table(kernels, gpu, options)
+    if keyed is not None:
+        _TERM_CACHE[keyed[0]] = (keyed[1], kernels.index, table.copy())
+        while len(_TERM_CACHE) > _TERM_CACHE_SIZE:
+            _TERM_CACHE.popitem(last=False)
+    return table
+
+
 def combine(terms: pd.DataFrame, values: Mapping[str, float]) -> tuple[pd.Series, pd.DataFrame]:
-    """overhead + soft maximum of the scaled terms; also the scaled terms (ns)."""
-    scaled = pd.DataFrame({name: values[f"k_{name}"] * terms[name] for name in TERMS}, index=terms.index)
+    """The estimate (ns) and the scaled terms (ns): overhead + soft maximum of the scaled bound
+    terms, blended geometrically with the scaled Transit prediction where there is one."""
+    scaled = pd.DataFrame({name: values[f"k_{name}"] * terms[name].fillna(0.0) for name in BOUND_TERMS},
+                          index=terms.index)
     p = float(values["p"])
     largest = scaled.max(axis=1)
     # the soft maximum scaled by the largest term, so large p cannot overflow
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ratio = scaled.div(largest.where(largest > 0), axis=0)
         soft = largest * (ratio.fillna(0.0) ** p).sum(axis=1) ** (1.0 / p)
-    return values["overhead_ns"] + soft.where(largest > 0, 0.0), scaled
+    bound = values["overhead_ns"] + soft.where(largest > 0, 0.0)
+    transit = values["k_transit"] * terms["transit"] if "transit" in terms.columns else bound * np.nan
+    scaled["transit"] = transit
+    w = float(values["w_transit"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        blended = np.exp((1.0 - w) * np.log(bound) + w * np.log(transit))
+    usable = transit.notna() & (transit > 0)
+    return bound.where(~usable, blended), scaled
 
 
 class RecommendedModel:
-    """Recommended estimate (beyond the papers): fitted bound-and-latency soft maximum stacked with Transit."""
+    """Recommended estimate (beyond the papers): fitted bound-and-latency soft maximum blended with Transit."""
 
     id = MODEL_ID
     version = MODEL_VERSION
     description = ("Recommended estimate (beyond the papers): launch overhead + soft maximum of fitted issue, DRAM, "
-                   "L2, shared-memory, latency and memory-latency bounds and Transit's prediction; chosen by "
-                   "application-grouped cross-validation on magus-corpus")
-    paper = ("nvperf-bridge recommended estimate (not a paper's model): fitted on magus-corpus; stacks Transit "
+                   "L2, shared-memory, FP64, atomic, latency and memory-latency bounds, blended geometrically with "
+                   "Transit's prediction; chosen by application-grouped cross-validation on magus-corpus")
+    paper = ("nvperf-bridge recommended estimate (not a paper's model): fitted on magus-corpus; blends Transit "
              "(Li et al., HPDC'15) with bound and latency terms")
     requires = Requirements(
         required=("grid_blocks", "block_threads", "inst_executed", "dram_bytes"),
         optional=("inst_issued", "global_ld_sectors", "global_st_sectors", "shared_ld_wavefronts",
                   "shared_st_wavefronts", "inst_global_ld", "inst_global_st", "achieved_occupancy",
-                  "registers_per_thread", "shared_mem_per_block_bytes", "dram_read_bytes", "dram_write_bytes"),
+                  "registers_per_thread", "shared_mem_per_block_bytes", "dram_read_bytes", "dram_write_bytes",
+                  "flop_dp"),
     )
     constants = _constants()
     # How the shipped fit and its cross-validation were made (benchmarks/fit_recommended.py; benchmarks/accuracy.py
@@ -188,21 +282,22 @@ class RecommendedModel:
         values = {name: number_option(options, name, value, self.id)
                   for name, value in constant_values(self, gpu).items()}
         reasons = missing_inputs(kernels, ["grid_blocks", "block_threads", "inst_executed"])
-        terms = term_table(kernels, gpu, options)
+        terms = cached_term_table(kernels, gpu, options)
         no_dram = terms["dram"].isna() & (reasons == "")
         reasons[no_dram] = "missing dram_bytes (ncu dram__bytes.sum, nvprof dram_read_transactions/dram_write_transactions)"
-        # Transit is one of the terms; where it gives nothing the other terms still stand (its factor drops out)
-        terms["transit"] = terms["transit"].fillna(0.0)
         ok = reasons == ""
-        predicted, scaled = combine(terms.fillna(0.0), values)
-        dominant = scaled.idxmax(axis=1).where(scaled.max(axis=1) > 0, "overhead")
+        # Transit is blended in where it predicts; elsewhere the bound model stands alone
+        predicted, scaled = combine(terms, values)
+        bounds = scaled[list(BOUND_TERMS)]
+        dominant = bounds.idxmax(axis=1).where(bounds.max(axis=1) > 0, "overhead")
         label = dominant.map(TERM_BOTTLENECK).astype("object")
-        from_transit = dominant == "transit"
-        label[from_transit] = terms.loc[from_transit, "transit_bottleneck"]
-        overhead_bound = values["overhead_ns"] > 0.5 * predicted
+        bound_model = values["overhead_ns"] + bounds.max(axis=1)
+        overhead_bound = values["overhead_ns"] > 0.5 * bound_model
         label[overhead_bound] = "parallelism"
         label = label.fillna("unknown")
+        blended = scaled["transit"].notna() & (scaled["transit"] > 0)
         state = "dominant term: " + dominant.where(~overhead_bound, "launch overhead")
+        state[blended] = state[blended] + f"; blended with Transit (weight {values['w_transit']:.2f})"
         extrapolated = self._extrapolated(gpu)
         if extrapolated:
             state = state + "; " + extrapolated
