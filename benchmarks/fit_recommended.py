@@ -12,7 +12,7 @@ kernel of ``../shared/realdata/magus-corpus``. Its accuracy is the 5-fold cross-
 grouped by application (every kernel of one metrics+trace pair in the same fold; the fit
 inside each fold starts from NEUTRAL too), repeated over 3 fold seeds. The data file records
 the values, the files and corpus commit, the CV figures, which terms the estimate leans on
-and the date.
+(the share of kernels each bound term dominates, and Transit's weight in the blend) and the date.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from nvperf_bridge.accuracy import accuracy_stats
     from nvperf_bridge.analysis import choose_gpu
-    from nvperf_bridge.builtin_plugins.recommended import MODEL, NEUTRAL, TERMS
+    from nvperf_bridge.builtin_plugins.recommended import BOUND_TERMS, MODEL, NEUTRAL
     from nvperf_bridge.calibration import (
         CalibrationSettings,
         application_groups,
@@ -97,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         "constants_fitted": [c.name for c in outcome.fitted],
         "constants_not_fitted": {c.name: c.reason for c in outcome.unfitted},
         "fitted_for": {"gpus": "GeForce GTX 1080 Ti", "compute_capabilities": sorted({str(gpu.compute_capability)})},
-        "leans_on": {"terms": list(TERMS), "share_of_kernels_dominated_by": leans,
-                     "paper_models": ["transit"]},
+        "leans_on": {"terms": list(BOUND_TERMS), "share_of_kernels_dominated_by": leans,
+                     "paper_models": ["transit"], "transit_weight": float(f"{values['w_transit']:.4g}")},
         "cross_validation": {
             "split": "5-fold grouped by application (one metrics+trace pair = one application, all its kernels in "
                      "one fold); the fit inside each fold starts from the neutral values",

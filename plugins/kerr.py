@@ -711,6 +711,7 @@ def fit(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> d
     coalesced = float(gpu.get("coalesced_sectors_per_request", DEFAULT_COALESCED_SECTORS))
     timed = _timed(kernels)
     train = kernels[timed]
+    _one_gpu(train)
     t_ns = column_or_nan(train, "duration_ns").to_numpy()
     groups = _kernel_groups(train)
     data, arrays = _fit_selected(feature_table(train, coalesced), t_ns, gpu.id, coalesced, opts, groups)
@@ -719,6 +720,22 @@ def fit(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> d
         ape = np.abs(loo_ns - t_ns) / t_ns
         data["loo_mape"] = float(np.nanmean(ape)) if np.isfinite(ape).any() else None
     return data
+
+
+def _one_gpu(train: pd.DataFrame) -> None:
+    """Refuse training rows from several GPUs: the regression maps one machine's counters to its
+    times (the paper fits per processor; its cross-machine step needs machine characteristics,
+    which this implementation does not model), so mixing GPUs gives ratios no GPU has."""
+    if "device" not in train.columns:
+        return
+    devices = sorted({str(d) for d in train["device"].dropna()})
+    if len(devices) > 1:
+        shown = ", ".join(devices[:4]) + (f" and {len(devices) - 4} more" if len(devices) > 4 else "")
+        raise ModelError(
+            f"the training kernels come from {len(devices)} GPUs ({shown}); a Kerr model maps one GPU's "
+            "counters to its times",
+            hint="fit one model per GPU: pass only that GPU's files to 'nvperf-bridge fit kerr'",
+        )
 
 
 # ---- prediction ----------------------------------------------------------------
@@ -905,10 +922,15 @@ class KerrModel:
             result = predict(kernels, data)
             fitted_on = data.get("gpu") if isinstance(data, Mapping) else None
             if fitted_on and fitted_on != gpu.id and not str(fitted_on).startswith(f"{gpu.id}-"):
-                # beyond the paper's single-machine use: the regression maps one GPU's counters to its times
+                # the regression maps one GPU's counters to its times: another GPU's kernels get a reason, no number
                 ok = result["error"] == ""
-                result.loc[ok, "state"] = (result.loc[ok, "state"] + f"; fitted on GPU {fitted_on}, predicting for "
-                                           f"{gpu.id}: the fitted counters-to-time map does not transfer between GPUs")
+                result.loc[ok, "predicted_ns"] = np.nan
+                for column in ("predicted_cycles",):
+                    if column in result.columns:
+                        result.loc[ok, column] = np.nan
+                result.loc[ok, "error"] = (f"the Kerr model was fitted on GPU {fitted_on}, these kernels ran on "
+                                           f"{gpu.id}: its counters-to-time map does not transfer between GPUs; fit "
+                                           f"one on this GPU's runs (nvperf-bridge fit kerr FILES --gpu {gpu.id})")
             return result
         return self._leave_one_out(kernels, gpu, options)
 

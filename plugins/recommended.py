@@ -18,7 +18,8 @@ counts are never inputs)::
 - ``T_issue``   = inst_issued (else inst_executed) / (sm_count x 4 schedulers x clock):
   the instruction-issue bound (4 warp schedulers per SM from Kepler to Blackwell);
 - ``T_dram``    = dram_bytes / memory bandwidth: the DRAM bandwidth bound;
-- ``T_l2``      = (global_ld_sectors + global_st_sectors) x 32 B / memory bandwidth:
+- ``T_l2``      = global load + store sectors (``counters.global_sectors``: 32-byte sectors on
+  every architecture) x 32 B / memory bandwidth:
   the L1/L2 traffic bound (k_l2 absorbs the L2-to-DRAM bandwidth ratio);
 - ``T_shared``  = shared-memory wavefronts / (sm_count x clock): one wavefront per cycle per SM;
 - ``T_fp64``    = flop_dp / the profile's peak FP64 rate (sm_count x fp64_units_per_sm x 2 x clock):
@@ -45,9 +46,10 @@ shared -> memory-bandwidth, memlat / atomic -> memory-latency, latency -> parall
 (too few warps to hide dependent latency); the launch overhead when it is more than half
 the bound model -> parallelism).
 
-A profile written by ``calibrate --per-kernel`` carries, per kernel function, a factor and
-a size exponent under ``calibration.per_kernel.recommended``; the prediction of another run of
-that function is corrected by them (``kernel_factor``).
+A profile written by ``calibrate --per-kernel`` carries one factor per kernel function (and
+per function and block size), measured / predicted at the function's largest calibration runs,
+under ``calibration.per_kernel.recommended``: the prediction of another run of that function
+(another input size) is multiplied by it (``kernel_factor``).
 
 On a GPU of another architecture than the one the defaults were fitted on (and
 without constants calibrated for it in its profile), every prediction is made
@@ -65,6 +67,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from nvperf_bridge.counters import NVPROF_RAW_INPUTS
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
 from nvperf_bridge.launch import launch_geometry
@@ -158,7 +161,10 @@ def term_table(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any
     issued = issued.where(issued.notna(), executed)
     dram = column_or_nan(kernels, "dram_bytes")
     dram = dram.where(dram.notna(), column_or_nan(kernels, "dram_read_bytes") + column_or_nan(kernels, "dram_write_bytes"))
-    sectors = column_or_nan(kernels, "global_ld_sectors").fillna(0) + column_or_nan(kernels, "global_st_sectors").fillna(0)
+    from nvperf_bridge.counters import global_sectors
+
+    ld_sectors, st_sectors, _ = global_sectors(kernels, gpu)  # 32-byte sectors on every architecture (issue 15 item 7)
+    sectors = ld_sectors.fillna(0) + st_sectors.fillna(0)
     wavefronts = (column_or_nan(kernels, "shared_ld_wavefronts").fillna(0)
                   + column_or_nan(kernels, "shared_st_wavefronts").fillna(0))
     requests = column_or_nan(kernels, "inst_global_ld").fillna(0) + column_or_nan(kernels, "inst_global_st").fillna(0)
@@ -269,7 +275,10 @@ class RecommendedModel:
         optional=("inst_issued", "global_ld_sectors", "global_st_sectors", "shared_ld_wavefronts",
                   "shared_st_wavefronts", "inst_global_ld", "inst_global_st", "achieved_occupancy",
                   "registers_per_thread", "shared_mem_per_block_bytes", "dram_read_bytes", "dram_write_bytes",
-                  "flop_dp"),
+                  "flop_dp",
+                  # read under the profiler's own names (kept raw by analyze because they are listed here):
+                  # counters.global_sectors' unit conversion and the atomic transactions
+                  *NVPROF_RAW_INPUTS, *(name for names in ATOMIC_SOURCES for name in names)),
     )
     constants = _constants()
     # How the shipped fit and its cross-validation were made (benchmarks/fit_recommended.py; benchmarks/accuracy.py

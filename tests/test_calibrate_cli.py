@@ -226,3 +226,22 @@ def test_per_kernel_factors_from_small_inputs_predict_the_large_ones(
     assert result["kernel_factor"].notna().all() and result["state"].str.contains("per-kernel factor").all()
     ape = ((result["predicted_ns"] - analysis.measured_ns).abs() / analysis.measured_ns).median()
     assert ape < 0.05  # measured: about 1% on this GPU; one bare factor per kernel gives about 8%
+
+
+def test_per_kernel_factor_comes_from_the_largest_runs() -> None:
+    """A model whose error settles as the input grows (measured/predicted 1.6 at small sizes, 1.0 at
+    the largest) is corrected by the largest runs' ratio, not by the median over all runs."""
+    import pandas as pd
+
+    from nvperf_bridge.calibration import apply_kernel_factors, kernel_factors
+
+    runs = pd.DataFrame({"kernel": ["dot"] * 4 + ["add"] * 2, "block_threads": [256.0] * 6,
+                         "input_size": [1e3, 1e4, 1e5, 1e6, 1e3, 1e6],
+                         "duration_ns": [1.6e3, 1.6e4, 1.6e5, 1.0e6, 2e3, 2e6]})
+    predicted = pd.Series([1e3, 1e4, 1e5, 1e6, 1e3, 1e6])
+    factors = kernel_factors(runs, predicted)
+    assert factors["dot"]["factor"] == pytest.approx(1.0) and factors["dot"]["by_block_threads"]["256"] == pytest.approx(1.0)
+    assert factors["add"]["factor"] == pytest.approx(2.0) and "largest input_size" in factors["dot"]["from"]
+    larger = pd.DataFrame({"kernel": ["dot", "add", "other"], "block_threads": [256.0, 128.0, 256.0]})
+    factor, how = apply_kernel_factors(larger, factors)
+    assert list(factor) == pytest.approx([1.0, 2.0, 1.0]) and list(how) == ["kernel and block size", "kernel", ""]

@@ -235,10 +235,11 @@ def test_repeated_launches_are_left_out_together(gpu: GpuProfile) -> None:
     assert ((predicted - own).abs() / own > 1e-6).all()
 
 
-def test_a_model_fitted_on_one_gpu_says_so_when_used_for_another() -> None:
-    """Kerr's regression maps one machine's counters to its times; on another GPU the prediction
-    is still made, and its state names both GPUs."""
+def test_a_model_fitted_on_one_gpu_refuses_another_gpu_and_training_across_gpus() -> None:
+    """Kerr's regression maps one machine's counters to its times: on another GPU every kernel gets a
+    reason naming both GPUs and no number, and training rows from two GPUs are refused."""
     from nvperf_bridge.builtin_plugins.kerr import MODEL
+    from nvperf_bridge.errors import ModelError
     from nvperf_bridge.gpu import resolve_profile
 
     kernels = additive_kernels(40)
@@ -246,6 +247,9 @@ def test_a_model_fitted_on_one_gpu_says_so_when_used_for_another() -> None:
     data = MODEL.fit(kernels, pascal, {})
     same = MODEL.evaluate(kernels, pascal, {"model_data": data})
     other = MODEL.evaluate(kernels, volta, {"model_data": data})
-    assert not same["state"].str.contains("fitted on GPU").any()
-    assert other["state"].str.contains("fitted on GPU gtx-1080-ti, predicting for v100-sxm2").all()
-    assert np.allclose(same["predicted_ns"], other["predicted_ns"], equal_nan=True)
+    assert (same["error"] == "").all() and same["predicted_ns"].notna().all()
+    assert other["predicted_ns"].isna().all()
+    assert other["error"].str.contains("fitted on GPU gtx-1080-ti, these kernels ran on v100-sxm2").all()
+    mixed = kernels.assign(device=["NVIDIA GeForce GTX 1080 Ti", "Tesla V100-SXM2-16GB"] * (len(kernels) // 2))
+    with pytest.raises(ModelError, match="come from 2 GPUs"):
+        MODEL.fit(mixed, pascal, {})

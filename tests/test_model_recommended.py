@@ -37,12 +37,37 @@ def test_soft_maximum_adds_at_p1_and_takes_the_largest_bound_at_large_p() -> Non
     """p = 1: a kernel pays for every bound (no overlap); large p: only for the largest (full overlap)."""
     terms = pd.DataFrame({name: [0.0] for name in recommended.TERMS})
     terms.loc[0, ["dram", "issue"]] = [300.0, 100.0]
-    values = {"overhead_ns": 1000.0, "p": 1.0, **{f"k_{name}": 1.0 for name in recommended.TERMS}}
+    terms["transit"] = np.nan  # no Transit prediction: the bound model alone
+    values = {"overhead_ns": 1000.0, "p": 1.0, "w_transit": 0.5, **{f"k_{name}": 1.0 for name in recommended.TERMS}}
     added, _ = recommended.combine(terms, values)
     assert added[0] == pytest.approx(1000 + 400)
     overlapped, scaled = recommended.combine(terms, {**values, "p": 20.0})
     assert overlapped[0] == pytest.approx(1000 + 300, rel=1e-6)
-    assert scaled.idxmax(axis=1)[0] == "dram"
+    assert scaled[list(recommended.BOUND_TERMS)].idxmax(axis=1)[0] == "dram"
+
+
+def test_transit_is_blended_geometrically_by_its_weight() -> None:
+    """t = B^(1-w) (k_transit T)^w: Transit 4x the bound model at weight 0.5 doubles the estimate."""
+    terms = pd.DataFrame({name: [0.0] for name in recommended.TERMS})
+    terms.loc[0, "dram"] = 1000.0
+    terms.loc[0, "transit"] = 8000.0
+    values = {"overhead_ns": 1000.0, "p": 2.0, "w_transit": 0.5, **{f"k_{name}": 1.0 for name in recommended.TERMS}}
+    blended, _ = recommended.combine(terms, values)
+    assert blended[0] == pytest.approx(4000.0)
+    alone, _ = recommended.combine(terms, {**values, "w_transit": 0.0})
+    assert alone[0] == pytest.approx(2000.0)
+
+
+def test_atomics_and_fp64_are_bounds_of_their_own() -> None:
+    """A kernel whose global atomics serialise (nvprof atomic_transactions) or whose FP64 work exceeds the
+    GeForce FP64 pipe (1/32 rate) is predicted slower than the same counters without them."""
+    gpu = resolve_profile("gtx-1080-ti")
+    base = _kernel(dram_bytes=1e6, global_ld_sectors=3e4, global_st_sectors=1e4)
+    plain = MODEL.evaluate(base, gpu, {})["predicted_ns"][0]
+    atomic = MODEL.evaluate(base.assign(atomic_transactions=5e6), gpu, {})
+    fp64 = MODEL.evaluate(base.assign(flop_dp=2e10), gpu, {})
+    assert atomic["predicted_ns"][0] > 2 * plain and atomic["dominant_term"][0] == "atomic"
+    assert fp64["predicted_ns"][0] > 2 * plain and fp64["bottleneck"][0] == "compute"
 
 
 def _kernel(**overrides: float) -> pd.DataFrame:
@@ -87,7 +112,7 @@ def test_real_magus_kernels_are_predicted(realdata_dir: Path) -> None:
     gpu = resolve_profile("gtx-1080-ti")
     out = MODEL.evaluate(kernels, gpu, {})
     assert (out["error"] == "").all() and out["predicted_ns"].notna().all()
-    assert set(out["dominant_term"]) <= set(recommended.TERMS) | {"overhead"}
+    assert set(out["dominant_term"]) <= set(recommended.BOUND_TERMS) | {"overhead"}
     # transpose is a memory-traffic kernel: its copies are bandwidth bound, not compute bound
     assert (out["bottleneck"] != "compute").all()
 
@@ -96,3 +121,25 @@ def test_data_file_is_valid_json_in_the_package() -> None:
     path = Path(recommended.__file__).resolve().parent.parent / "nvperf_bridge" / "data" / recommended.DATA_FILE
     if path.exists():  # the source tree; an installed package reads it through importlib.resources
         assert json.loads(path.read_text())["model"] == "recommended"
+
+
+def test_no_input_of_the_estimate_is_time_derived_on_the_corpus(realdata_dir: Path) -> None:
+    """The accuracy set's counters the estimate reads are counts from the profiler, never derived
+    from the kernel's duration or a rate over it (the time in disguise would flatter the CV figures)."""
+    from nvperf_bridge.calibration import measured_ns
+    from nvperf_bridge.discovery import read_inputs
+    from nvperf_bridge.importers.canonical import derived_from
+
+    corpus = realdata_dir / "magus-corpus"
+    imported = read_inputs([corpus / "metrics_rodinia_backprop.csv", corpus / "traces_rodinia_backprop.csv",
+                            corpus / "metrics_lonestar_mst.csv", corpus / "traces_lonestar_mst.csv"], jobs=1)
+    inputs = set(MODEL.requires.required) | set(MODEL.requires.optional)
+    leaks = {column: record for column, record in derived_from(imported.kernels).items()
+             if column in inputs and record["time_derived"]}
+    assert not leaks
+    terms = recommended.term_table(imported.kernels, resolve_profile("gtx-1080-ti"))
+    # and the estimate does not move when the measured time does
+    shifted = imported.kernels.assign(duration_ns=measured_ns(imported.kernels) * 7.0)
+    again = recommended.term_table(shifted, resolve_profile("gtx-1080-ti"))
+    pd.testing.assert_frame_equal(terms, again)
+    assert (terms["atomic"] > 0).any() and (terms["fp64"] > 0).any()  # mst's atomics, backprop's FP64
