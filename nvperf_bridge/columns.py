@@ -80,8 +80,8 @@ _TABLE: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("inst_local_st", "float", "count", "warp-level local memory store instructions (= requests)", "smsp__inst_executed_op_local_st.sum", "local_store"),
     ("local_ld_sectors", "float", "count", "local memory load transactions (32-byte sectors)", "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "local_load_transactions"),
     ("local_st_sectors", "float", "count", "local memory store transactions (32-byte sectors)", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum", "local_store_transactions"),
-    ("l2_read_bytes", "float", "bytes", "L2 bytes read (all clients)", "lts__t_sectors_op_read.sum x 32", "l2_read_transactions x 32"),
-    ("l2_write_bytes", "float", "bytes", "L2 bytes written (all clients)", "lts__t_sectors_op_write.sum x 32", "l2_write_transactions x 32"),
+    ("l2_read_bytes", "float", "bytes", "L2 bytes read (all clients; ncu counts 32-byte sectors)", "lts__t_sectors_op_read.sum", "l2_read_transactions x 32"),
+    ("l2_write_bytes", "float", "bytes", "L2 bytes written (all clients; ncu counts 32-byte sectors)", "lts__t_sectors_op_write.sum", "l2_write_transactions x 32"),
     ("derived", "str", "", "canonical columns of this row computed from other counters, not counted ('(time)': from the duration or a rate over it); see inspect", "", ""),
 )
 
