@@ -70,3 +70,21 @@ def test_nvprof_pascal_loads_are_counted_in_32_byte_sectors_for_the_advice() -> 
     quantities = row_quantities(analysis, compute, memory)
     assert quantities["load_sectors_per_request"].iloc[0] == pytest.approx(4.0, rel=0.01)
     assert quantities["store_sectors_per_request"].iloc[0] == pytest.approx(4.0, rel=0.01)
+
+
+def test_a_prediction_made_from_the_measured_time_is_not_judged_against_it() -> None:
+    """Nsight 2019's V100 cfd page gives DRAM traffic only as Memory Throughput (byte/s), so its
+    DRAM bytes are throughput x the measured duration: a model reading them has seen the time.
+    Its ratio to the measured time is not shown and it votes as on a kernel without a time."""
+    from nvperf_bridge.review.verdict import vote_weights
+
+    path = REALDATA / "optimal_unified_memory" / "optimal_unified_memory__cfd__nsight_cfd_097K.log"
+    if not path.is_file():
+        pytest.skip("realdata #15 is not present")
+    analysis = analyze_files([path], model_ids=["transit", "hong-kim"])
+    weights, ratios = vote_weights(analysis)
+    leaked = analysis.time_derived_inputs(analysis.runs["transit"])
+    assert leaked.all(), "every cfd launch's DRAM bytes come from throughput x duration"
+    assert ratios["transit"].isna().all()
+    assert analysis.accuracy().at["transit", "n"] == 0
+    assert not analysis.time_derived_inputs(analysis.runs["hong-kim"]).any()

@@ -57,12 +57,16 @@ def vote_weights(analysis: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
 
     A row with a measured time: weight 1 when the model is within 2x, else 0.
     A row without: the model's validated accuracy on this GPU, else 1.
+    A prediction whose required input was derived from the measured time (DRAM bytes =
+    throughput x duration) is judged as if the row had no measured time: being close to the
+    time it was computed from proves nothing.
     """
-    measured = analysis.measured_ns.where(analysis.measured_ns > 0)
+    all_measured = analysis.measured_ns.where(analysis.measured_ns > 0)
     weights: dict[str, pd.Series] = {}
     ratios: dict[str, pd.Series] = {}
     for mid, run in analysis.ok_runs().items():
         result = run.result
+        measured = all_measured.mask(analysis.time_derived_inputs(run))
         predicted = pd.to_numeric(result["predicted_ns"], errors="coerce").astype("float64")
         ok = predicted.notna() & (predicted > 0) & (result["error"] == "") & (result["bottleneck"] != "unknown")
         ratio = predicted / measured
