@@ -151,6 +151,25 @@ def atomic_transactions(kernels: pd.DataFrame) -> pd.Series:
     return pd.Series(0.0, index=kernels.index, dtype="float64")
 
 
+def stock_transit_profile(gpu: GpuProfile) -> GpuProfile:
+    """``gpu`` with Transit's constants as they were before ``calibrate`` fitted them.
+
+    The blend weight and factors were fitted against Transit with the base profile's constants
+    (``calibrate`` fits every model against the base profile, this one included), so a profile
+    whose Transit constants were calibrated would shift the blend: the calibration block keeps
+    each fitted constant's value before the fit, and that is what Transit gets here."""
+    block = gpu.raw.get("calibration") or {}
+    models = block.get("models") if isinstance(block, Mapping) else None
+    fitted = ((models or {}).get("transit") or {}).get("fitted") if isinstance(models, Mapping) else None
+    if not isinstance(fitted, Mapping) or not fitted:
+        return gpu
+    from nvperf_bridge.calibration import with_constants
+
+    before = {name: float(entry["before"]) for name, entry in fitted.items()
+              if isinstance(entry, Mapping) and isinstance(entry.get("before"), (int, float))}
+    return with_constants(gpu, "transit", before, "value before calibration (calibration block)", "default") if before else gpu
+
+
 def term_table(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """The bound and latency terms T_i (ns, before their factors) of every kernel, and Transit's prediction."""
     clock = gpu.sm_clock_hz
@@ -185,7 +204,7 @@ def term_table(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any
         }, index=kernels.index)
     from nvperf_bridge.builtin_plugins.transit import MODEL as TRANSIT
 
-    transit = TRANSIT.evaluate(kernels, gpu, dict((options or {}).get("transit_options", {})))
+    transit = TRANSIT.evaluate(kernels, stock_transit_profile(gpu), dict((options or {}).get("transit_options", {})))
     table["transit"] = pd.to_numeric(transit["predicted_ns"], errors="coerce").where(transit["error"] == "")
     table["transit_bottleneck"] = transit["bottleneck"]
     return table

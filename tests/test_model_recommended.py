@@ -143,3 +143,14 @@ def test_no_input_of_the_estimate_is_time_derived_on_the_corpus(realdata_dir: Pa
     again = recommended.term_table(shifted, resolve_profile("gtx-1080-ti"))
     pd.testing.assert_frame_equal(terms, again)
     assert (terms["atomic"] > 0).any() and (terms["fp64"] > 0).any()  # mst's atomics, backprop's FP64
+
+
+def test_a_profile_with_calibrated_transit_constants_leaves_the_estimate_as_fitted() -> None:
+    """The blend was fitted against Transit with the base profile's constants: the shipped calibrated
+    profile (Transit refitted by calibrate) gives the same estimate as the stock one."""
+    stock, calibrated = resolve_profile("gtx-1080-ti"), resolve_profile("gtx-1080-ti-calibrated")
+    assert calibrated.raw["calibration"]["models"]["transit"]["fitted"]  # Transit's constants did move there
+    kernels = pd.concat([_kernel(), _kernel(grid_blocks=8.0, dram_bytes=1e5, inst_executed=2e6)], ignore_index=True)
+    a = MODEL.evaluate(kernels, stock, {})["predicted_ns"]
+    b = MODEL.evaluate(kernels, calibrated, {})["predicted_ns"]
+    assert np.allclose(a, b, rtol=1e-9)
