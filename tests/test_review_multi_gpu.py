@@ -88,3 +88,15 @@ def test_a_prediction_made_from_the_measured_time_is_not_judged_against_it() -> 
     assert ratios["transit"].isna().all()
     assert analysis.accuracy().at["transit", "n"] == 0
     assert not analysis.time_derived_inputs(analysis.runs["hong-kim"]).any()
+
+
+def test_the_verdict_says_which_models_read_time_derived_inputs() -> None:
+    from nvperf_bridge.review.build import build_review
+
+    path = REALDATA / "optimal_unified_memory" / "optimal_unified_memory__cfd__nsight_cfd_097K.log"
+    if not path.is_file():
+        pytest.skip("realdata #15 is not present")
+    analysis = analyze_files([path], model_ids=["transit", "kerr"])
+    for row in build_review(analysis).group_rows():
+        assert "transit read inputs derived from the measured time" in row["basis"], row["basis"]
+        assert all(model["model"] != "transit" for model in (*row["models_within"], *row["models_off"]))

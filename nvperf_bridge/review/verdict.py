@@ -163,18 +163,24 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
     w_of = {mid: weights[mid].to_numpy(dtype="float64") for mid in runs}
     lab_of = {mid: labels[mid].to_numpy(dtype=object) for mid in runs}
     pred_of = {mid: predicted[mid].to_numpy(dtype="float64") for mid in runs}
+    # where a model's required input was derived from the measured time, its prediction is not
+    # compared with that time (vote_weights masks the same rows)
+    leak_of = {mid: analysis.time_derived_inputs(run).to_numpy(dtype=bool) for mid, run in runs.items()}
     out = []
     for group in groups.table["group"][:limit]:
         at = np.flatnonzero(code == group)
         tally: dict[str, float] = {}
         count: dict[str, int] = {}
-        accurate, off, model_labels = [], [], {}
+        accurate, off, model_labels, from_time = [], [], {}, []
         m_g, l_g, rt_g = meas[at], lau[at], rt[at]
         has_measured = bool((~np.isnan(m_g)).any())
         for mid in runs:
             w, lab, pred = w_of[mid][at], lab_of[mid][at], pred_of[mid][at]
             has_pred = ~np.isnan(pred)
-            both = has_pred & ~np.isnan(m_g)
+            leaked = leak_of[mid][at]
+            if (has_pred & leaked).any():
+                from_time.append(mid)
+            both = has_pred & ~np.isnan(m_g) & ~leaked
             if both.any():
                 ratio = float((pred[both] * l_g[both]).sum() / (m_g[both] * l_g[both]).sum())
                 (accurate if 1.0 / WITHIN <= ratio <= WITHIN else off).append((mid, ratio))
@@ -204,7 +210,7 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
         out.append({
             "group": int(group), "verdict": verdict, "agreeing": count.get(verdict, 0), "voting": voting,
             "basis": _basis(verdict, count.get(verdict, 0), voting, has_measured, accurate, off, model_labels,
-                            analysis),
+                            analysis, from_time),
             "accurate": accurate, "off": off, "model_labels": model_labels,
             "sol_compute": c, "sol_memory": m, "sol_source": sol_source if (math.isfinite(c) or math.isfinite(m))
             else "", "nsight_view": view, "disagree": disagree,
@@ -215,8 +221,18 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
 
 
 def _basis(verdict: str, agreeing: int, voting: int, has_measured: bool, accurate: list, off: list,
-           model_labels: dict, analysis: Any) -> str:
-    """One sentence: which models the verdict rests on and which were left out and why."""
+           model_labels: dict, analysis: Any, from_time: list | None = None) -> str:
+    """One sentence: which models the verdict rests on and which were left out and why
+    (``from_time``: models whose inputs here were derived from the measured time)."""
+    text = _basis_text(verdict, agreeing, voting, has_measured, accurate, off, model_labels, analysis)
+    if from_time and model_labels:
+        text += (f"; {', '.join(from_time)} read inputs derived from the measured time (throughput x duration): "
+                 f"not judged against it, weighted as without a time")
+    return text
+
+
+def _basis_text(verdict: str, agreeing: int, voting: int, has_measured: bool, accurate: list, off: list,
+                model_labels: dict, analysis: Any) -> str:
     if not model_labels:
         return "no model predicted this kernel"
     if verdict == "unknown":
@@ -229,7 +245,8 @@ def _basis(verdict: str, agreeing: int, voting: int, has_measured: bool, accurat
         return "no model gave a bottleneck label"
     parts = [f"{agreeing} of {voting} voting model{'s' if voting != 1 else ''}"]
     if has_measured:
-        parts.append(f"within {WITHIN:g}x of the measured time")
+        if accurate:  # models judged against the time (the others: left out, or time-derived inputs)
+            parts.append(f"within {WITHIN:g}x of the measured time")
         if off:
             parts.append("left out: " + ", ".join(f"{mid} {_ratio_text(r)}" for mid, r in off))
     else:
