@@ -163,7 +163,9 @@ def equilibrium(n: Any, w: Any, R: Any, delta: Any, M: Any, CS_peak: Any, tolera
     n, w, R, delta, M, CS_peak = (np.asarray(v, dtype="float64") for v in (n, w, R, delta, M, CS_peak))
     a = R / delta
     c1 = CS_peak / M
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # a near-zero DRAM traffic per instruction (an averaged counter of 1e-302 bytes) overflows R / w to
+    # inf: the memory side never binds, the same meaning as w = 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         X_mem = np.where(w > 0, R / w, np.inf)  # f at its flat part R, in CS units
         X_lin = a * c1 * n / (a + c1 * w)  # both slopes (thread bound)
     X_cs = CS_peak * np.ones_like(X_lin)

@@ -133,6 +133,22 @@ def test_property_tests_replay_their_examples() -> None:
     assert settings.default.print_blob
 
 
+def test_transit_and_recommended_survive_near_zero_dram_traffic(registry, gpu) -> None:  # noqa: ANN001
+    """Regression (the property test with --hypothesis-seed=15): 1.3e-302 DRAM bytes over one
+    instruction overflowed Transit's R / w ("overflow encountered in divide"), inside Transit and
+    inside the recommended estimate's blend. The memory side then never binds, as with no traffic."""
+    frame = pd.DataFrame({
+        "kernel_id": ["0"], "kernel_name": ["k0(float*)"], "kernel": ["k0"], "invocations": [1],
+        "device": ["Tesla V100-SXM2-16GB"], "grid_blocks": [1.0], "block_threads": [1.0],
+        "registers_per_thread": [0.0], "shared_mem_per_block_bytes": [0.0], "duration_ns": [float("nan")],
+        "sm_clock_hz": [float("nan")], "achieved_occupancy": [0.0], "theoretical_occupancy": [0.0],
+        "l2_hit_rate": [0.0], "inst_issued": [1.0], "dram_read_bytes": [1.265912e-302], "dram_write_bytes": [0.0],
+    })
+    for model_id in ("transit", "recommended"):
+        result = evaluate_strictly(registry.get(model_id), frame, gpu)
+        assert not contract_problems(model_id, frame, result)
+
+
 def test_kerr_survives_ratios_over_near_zero_counts(registry, gpu) -> None:  # noqa: ANN001
     """Regression (found by the property test): a memory-efficiency ratio over 1e-200 sectors is
     1e212, and its square overflowed float64 in Kerr's standardisation ("overflow encountered in
