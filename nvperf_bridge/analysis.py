@@ -53,6 +53,7 @@ class ModelRun:
     description: str = ""  # the model's one-line description, for report headers
     constant_specs: dict[str, Any] = field(default_factory=dict)  # name -> ConstantSpec (unit, meaning), for reports
     requires: tuple[str, ...] = ()  # the model's required canonical columns, to say what is missing
+    optional: tuple[str, ...] = ()  # the columns it reads when present (a time-derived one leaks the time too)
 
 
 @dataclass
@@ -108,13 +109,16 @@ class Analysis:
         return pd.DataFrame.from_dict(rows, orient="index", columns=list(ACCURACY_COLUMNS))
 
     def time_derived_inputs(self, run: ModelRun) -> pd.Series:
-        """Per kernel: does a column the model requires carry the measured time through a derivation?"""
+        """Per kernel: does a column the model reads (required or optional) carry the measured time
+        through a derivation? ``duration_ns`` itself is the target a model is judged on (Kerr trains
+        on the other kernels' times), not an input, and is not counted."""
         from nvperf_bridge.importers.canonical import time_derived
 
         mask = pd.Series(False, index=self.kernels.index)
         if "derived" in self.kernels.columns:
-            for column in run.requires:
-                mask |= time_derived(self.kernels, column)
+            for column in dict.fromkeys((*run.requires, *run.optional)):
+                if column != "duration_ns" and column in self.kernels.columns:
+                    mask |= time_derived(self.kernels, column)
         return mask
 
     def summary(self) -> pd.DataFrame:
@@ -370,6 +374,7 @@ def analyze(
     for mid, run in runs.items():
         requires = getattr(registry.models[mid].model, "requires", None) if mid in registry.models else None
         run.requires = tuple(getattr(requires, "required", ()) or ())
+        run.optional = tuple(getattr(requires, "optional", ()) or ())
     analysis = Analysis(kernels, profile, choice, runs, imported.inputs, [*imported.warnings, *warnings])
     analysis.gpus = {device: profiles[p.id] for device, p, _ in chosen}
     analysis.rules = getattr(imported, "rules", None)
