@@ -392,6 +392,8 @@ def match_reason(device: str, profile: GpuProfile) -> str:
     if not hits:
         return f"device {device!r} -> {profile.id}"
     best = max(hits, key=lambda pat: len(_normalise(pat)))
+    if wanted == _normalise(best):
+        return f"exact alias: device {device!r} is one of the names the {profile.id} profile matches"
     extra = f" " + " ".join(f"{w!r}" for w in _extra_words(wanted, _normalise(best))) if wanted != _normalise(best) else ""
     return (f"alias: device {device!r} holds {best!r}, a name the {profile.id} profile matches"
             + (f" (other words ignored:{extra})" if extra.strip() else ""))

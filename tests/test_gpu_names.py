@@ -34,6 +34,9 @@ def test_the_reason_says_exact_name_or_alias_and_what_was_ignored() -> None:
     assert match_reason("TITAN Xp", titan).startswith("exact name")
     reason = match_reason("NVIDIA GeForce GTX 1080 Ti, 1582 MHz", profiles["gtx-1080-ti"])
     assert reason.startswith("alias") and "'1582' 'mhz'" in reason
+    # a device printed exactly as one of the profile's match names (the paper example's yaml)
+    exact = match_reason("hong-kim-example", profiles["hong-kim-example"])
+    assert exact.startswith("exact alias") and "holds" not in exact
 
 
 def _inspect_json(capsys, *args: str) -> dict:
