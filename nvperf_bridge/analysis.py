@@ -99,9 +99,10 @@ class Analysis:
     def accuracy(self) -> pd.DataFrame:
         """Per model: n, mape, median_ape, gm_abs_error, mean_accuracy (fractions).
 
-        A kernel whose required input was derived from its own duration (DRAM bytes =
-        throughput x duration: ``derived`` marks it "(time)") is left out of its model's
-        figures: that prediction has seen the measured time and says nothing about accuracy.
+        A kernel where an input the model reads (required or optional) was derived from its own
+        duration (DRAM bytes = throughput x duration: ``derived`` marks it "(time)") is left out of
+        that model's figures (``time_derived_inputs``): the prediction has seen the measured time
+        and says nothing about accuracy.
         """
         measured = self.measured_ns
         rows = {mid: accuracy_stats(run.result["predicted_ns"], measured.mask(self.time_derived_inputs(run)))

@@ -53,7 +53,6 @@ def metrics_command(
     readable = alias_metrics() | frozenset(NVPROF_RAW_INPUTS)
     not_mapped: list[str] = []
     metrics: list[str] = []
-    events: list[str] = []
     from_trace: list[str] = []
     uncollected: list[str] = []
     for column in columns:
@@ -65,7 +64,7 @@ def metrics_command(
             from_trace.append(column)
             continue
         names = re.findall(r"[A-Za-z_][\w.]*", spec) if profiler == "nvprof" else spec.split(",")
-        asked_before = len(metrics) + len(events)
+        asked_before = len(metrics)
         for name in names:
             name = name.strip()
             if profiler == "nvprof" and (name == "x" or not name.islower()):
@@ -76,10 +75,9 @@ def metrics_command(
                 if name not in not_mapped:
                     not_mapped.append(name)  # e.g. dram_utilization: a 0-10 level no importer reads
                 continue
-            target = events if name in NVPROF_EVENTS else metrics
-            if name and name not in target:
-                target.append(name)
-        if profiler == "nvprof" and len(metrics) + len(events) == asked_before and any(n in not_mapped for n in names):
+            if name and name not in metrics:
+                metrics.append(name)
+        if profiler == "nvprof" and len(metrics) == asked_before and any(n in not_mapped for n in names):
             uncollected.append(column)  # only names no importer reads: not asked, so not covered
     if profiler == "nvprof":
         metrics.extend(m for m in (*NVPROF_EXTRA, *NVPROF_RAW_INPUTS) if m not in metrics and m not in KEPLER_ONLY)
@@ -88,14 +86,14 @@ def metrics_command(
         commands = [f"ncu --csv --page raw --print-units base --metrics {','.join(metrics)} ./app > profile.csv"]
         usage = "nvperf-bridge analyze profile.csv"
     else:
-        parts = [f"--metrics {','.join(metrics)}"] + ([f"--events {','.join(events)}"] if events else [])
+        parts = [f"--metrics {','.join(metrics)}"]  # no --events: see NVPROF_EVENTS
         commands = [
             f"nvprof --csv {' '.join(parts)} ./app 2> metrics.csv",
             "nvprof --csv --print-gpu-trace ./app 2> trace.csv",
         ]
         usage = "nvperf-bridge analyze metrics.csv trace.csv   (joined on kernel name)"
     if as_json:
-        typer.echo(json.dumps({"profiler": profiler, "columns": columns, "metrics": metrics, "events": events,
+        typer.echo(json.dumps({"profiler": profiler, "columns": columns, "metrics": metrics, "events": [],
                                "from_trace": from_trace, "not_collected": uncollected, "not_mapped": not_mapped,
                                "commands": commands,
                                "problems": registry.problems}, indent=2))

@@ -57,7 +57,7 @@ def vote_weights(analysis: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
 
     A row with a measured time: weight 1 when the model is within 2x, else 0.
     A row without: the model's validated accuracy on this GPU, else 1.
-    A prediction whose required input was derived from the measured time (DRAM bytes =
+    A prediction that read an input derived from the measured time (DRAM bytes =
     throughput x duration) is judged as if the row had no measured time: being close to the
     time it was computed from proves nothing.
     """
