@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from nvperf_bridge.columns import IDENTITY_COLUMNS
 from nvperf_bridge.importers.base import Parsed
-from nvperf_bridge.importers.canonical import canonicalize, finish, short_names
+from nvperf_bridge.importers.canonical import TIME_MARK, canonicalize, finish, short_names
 from nvperf_bridge.kernelframe import ImportResult
 
 _LAUNCH_KEY = ["kernel_id", "kernel_name"]
@@ -179,10 +180,7 @@ def _join_metrics_trace(metrics: Parsed, trace: Parsed, warnings: list[str]) -> 
             warnings.append(f"{metrics.info.path}: {len(ambiguous) - 10} more kernels kept unjoined for the same reason")
     trace_cols = [c for c in agg.columns if c not in ("kernel_name", "_first_row")]
     joined = m.merge(agg[trace_cols].rename(columns={"_full": "_match"}), on="_match", how="left", suffixes=("", "_trace"))
-    for col in [c for c in joined.columns if c.endswith("_trace")]:
-        base = col[: -len("_trace")]
-        joined[base] = joined[base].combine_first(joined[col])
-        joined = joined.drop(columns=col)
+    joined = fold_suffixed(joined, "_trace")
     joined["metrics_invocations"] = joined["invocations"]
     joined["invocations"] = joined["_launches"].combine_first(joined["invocations"])
     differ = joined["_launches"].notna() & (joined["_launches"] != joined["metrics_invocations"])
@@ -231,8 +229,8 @@ def _join_launch_counters(counters: Parsed, trace: Parsed, warnings: list[str]) 
     launches, with a warning; a kernel in only one file is kept (listed in the warnings)."""
     from nvperf_bridge.names import match_names
 
-    t = trace.frame.copy()
-    c = counters.frame.copy()
+    t = _with_derived(trace.frame.copy())
+    c = _with_derived(counters.frame.copy())
     found = match_names(c["kernel_name"].astype(str).unique(), t["kernel_name"].astype(str).unique())
     c["_key"] = c["kernel_name"].astype(str).map({n: f.right for n, f in found.items() if f.right is not None})
     t["_key"] = t["kernel_name"].astype(str)
@@ -254,9 +252,7 @@ def _join_launch_counters(counters: Parsed, trace: Parsed, warnings: list[str]) 
         warnings.append(f"{counters.info.path}: {len(averaged_keys)} kernel(s) have another launch count than in the "
                         f"trace {trace.info.path} ({', '.join(short_names(pd.Series(averaged_keys)).tolist()[:5])}); "
                         "their counters are averaged over their launches, not matched launch by launch")
-    for col in [x for x in out.columns if x.endswith("_counters")]:
-        out[col[: -len("_counters")]] = out[col[: -len("_counters")]].combine_first(out[col])
-        out = out.drop(columns=col)
+    out = fold_suffixed(out, "_counters")
     unmatched = c.loc[c["_key"].isna()]
     ambiguous = [f for f in found.values() if f.right is None and f.candidates]
     for f in ambiguous[:10]:
@@ -276,6 +272,62 @@ def _join_launch_counters(counters: Parsed, trace: Parsed, warnings: list[str]) 
     out = canonicalize(out.drop(columns=["_key", "_n"]), {**counters.kinds, **trace.kinds}, notes)
     counters.info.notes.extend(n for n in notes if n not in counters.info.notes)
     return out
+
+
+# ---- one value per column when two files hold it --------------------------------
+
+def fold_suffixed(frame: pd.DataFrame, suffix: str) -> pd.DataFrame:
+    """Fold each ``<col><suffix>`` column (the second file's value after a merge) into ``<col>``.
+
+    A counted value beats a derived one whichever file holds it: a DRAM byte count from one ncu file
+    replaces the other file's Memory Throughput x duration, which carries the measured time. Between
+    two counted (or two derived) values the first file's wins, and a missing value is filled from the
+    other file. The ``derived`` marks (canonical.TIME_MARK included) follow the value kept, so a counted
+    value is never blanked as time-derived and a derived one never passes as counted. Both frames
+    merged must have carried a ``derived`` column (``_with_derived``), or the marks would be taken for
+    the wrong file's.
+    """
+    pairs = [(c[: -len(suffix)], c) for c in frame.columns
+             if c.endswith(suffix) and c != "derived" + suffix and c[: -len(suffix)] in frame.columns]
+    left_marks = _derived_marks(frame["derived"] if "derived" in frame.columns else None)
+    right_marks = _derived_marks(frame["derived" + suffix] if "derived" + suffix in frame.columns else None)
+    if not left_marks and not right_marks:  # nothing derived on either side: the first file's value, else the other's
+        for base, other in pairs:
+            frame[base] = frame[base].combine_first(frame[other])
+        return frame.drop(columns=[other for _, other in pairs] + (["derived" + suffix] if "derived" + suffix in frame.columns else []))
+    none = pd.Series("", index=frame.index, dtype=object)
+    kept: dict[str, pd.Series] = {**left_marks, **{c: m for c, m in right_marks.items() if c not in left_marks}}
+    for base, other in pairs:
+        left_mark, right_mark = left_marks.get(base, none), right_marks.get(base, none)
+        right_there = frame[other].notna()
+        take_right = right_there & (frame[base].isna() | ((left_mark != "") & (right_mark == "")))
+        frame[base] = frame[base].mask(take_right, frame[other])
+        kept[base] = left_mark.mask(take_right, right_mark)
+    text = np.full(len(frame), "", dtype=object)
+    for mark in kept.values():
+        m = mark.to_numpy(dtype=object)
+        text = np.where(m == "", text, np.where(text == "", m, text + "; " + m))
+    frame["derived"] = pd.Series(text, index=frame.index, dtype=object).replace("", None)
+    drop = [other for _, other in pairs] + (["derived" + suffix] if "derived" + suffix in frame.columns else [])
+    return frame.drop(columns=drop)
+
+
+def _with_derived(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with a ``derived`` column (all counted when it had none), so a merge suffixes both sides'."""
+    if "derived" not in frame.columns:
+        frame["derived"] = pd.Series(None, index=frame.index, dtype=object)
+    return frame
+
+
+def _derived_marks(derived: pd.Series | None) -> dict[str, pd.Series]:
+    """Per derived column, each row's mark in a ``derived`` column: '' (counted), 'col' or 'col (time)'."""
+    if derived is None or not derived.notna().any():
+        return {}
+    labels = derived.dropna().astype(str).str.split("; ").explode()
+    labels = labels[labels != ""]
+    columns = labels.str.removesuffix(TIME_MARK)
+    return {column: group.groupby(level=0).first().reindex(derived.index, fill_value="").astype(object)
+            for column, group in labels.groupby(columns.to_numpy(), sort=False)}
 
 
 # ---- ncu files of one run ------------------------------------------------------
@@ -327,16 +379,13 @@ def _ncu_groups(files: list[Parsed]) -> list[list[Parsed]]:
 
 
 def _join_launches(group: list[Parsed], warnings: list[str]) -> pd.DataFrame:
-    out = group[0].frame.copy()
+    out = _with_derived(group[0].frame.copy())
     out["__left"] = True
     for other in group[1:]:
-        right = other.frame.copy()
+        right = _with_derived(other.frame.copy())
         right["__right"] = True
         merged = out.merge(right, on=_LAUNCH_KEY, how="outer", suffixes=("", "_other"), sort=False)
-        for col in [c for c in merged.columns if c.endswith("_other")]:
-            base = col[: -len("_other")]
-            merged[base] = merged[base].combine_first(merged[col])
-            merged = merged.drop(columns=col)
+        merged = fold_suffixed(merged, "_other")
         only_left = int((merged["__right"].isna()).sum())
         only_right = int((merged["__left"].isna()).sum())
         if only_left or only_right:
