@@ -77,7 +77,14 @@ other grid sizes are other workloads. The regression is exact leave-one-group-ou
 (I - H_GG)^-1 e_G, by Woodbury e_G + U_G (I - U_G'U_G)^-1 U_G'e_G with U the
 rank-r left singular vectors of the weighted design, which is e_i / (1 - h_ii)
 when a group is one launch; the POCS bounds are leave-one-out (mean and sd
-without launch i). The PCA,
+without launch i).
+
+Speed (issue 17; results equal to rounding, tested in test_model_kerr_fast_paths): the fit
+runs on the *distinct* timed kernels (same name, time and counters, bit for bit), each
+weighted by its count: means, the correlation matrix, least squares, the leave-one-group-out
+sums and the POCS statistics are sums over kernels, so this is the fit on every launch; the
+k-means sample is drawn over launches as before. The regression and its leave-one-out share
+one thin SVD per form (CholeskyQR2, LAPACK when ill-conditioned). The PCA,
 rotation and clusters use all kernels' counters (unsupervised, no times:
 transductive, not a leak of the target). Kernels without a measured time are
 predicted by the model fitted on all timed kernels.
@@ -98,6 +105,7 @@ statistical attribution ("time grows with these counters"), not a mechanism.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -169,6 +177,7 @@ FEATURES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("memory_efficiency", "fraction", "ratio", ("inst_global_ld", "inst_global_st", "global_ld_sectors", "global_st_sectors")),  # Memory_Efficiency
 )
 FEATURE_INFO: dict[str, tuple[str, str, tuple[str, ...]]] = {name: (t, g, src) for name, t, g, src in FEATURES}
+SOURCE_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(c for _, _, _, src in FEATURES for c in src))  # what features read
 
 # Not features, and why: the target itself, the target in cycles, rates that
 # divide work by the measured time (would leak it), and machine state.
@@ -188,6 +197,65 @@ GROUP_BOTTLENECK: dict[str, str] = {
     "instructions": "compute",
     "barriers": "synchronization",
 }
+
+
+# ---- distinct kernels -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Distinct:
+    """Distinct rows of a kernel table: ``first`` (one kernel per distinct row), ``inverse``
+    (the distinct row of each kernel) and ``counts`` (kernels per distinct row, as floats).
+    A profile of a million launches repeats a few thousand workloads: the fit on distinct rows
+    weighted by their counts is the fit on every row (sums over kernels), at a fraction of the
+    cost (speed only)."""
+
+    first: np.ndarray
+    inverse: np.ndarray
+    counts: np.ndarray
+
+    @property
+    def n(self) -> int:
+        """Number of kernels (rows before deduplication)."""
+        return len(self.inverse)
+
+    @property
+    def all_single(self) -> bool:
+        """Every kernel is its own row (nothing was merged)."""
+        return len(self.first) == len(self.inverse)
+
+    @staticmethod
+    def each(n: int) -> "Distinct":
+        """Every row its own distinct row."""
+        return Distinct(np.arange(n), np.arange(n), np.ones(n))
+
+
+_HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio (Fibonacci hashing), odd
+
+
+def distinct_rows(columns: list[np.ndarray]) -> Distinct:
+    """Rows that are bit-for-bit equal in every column merged into one, in order of first appearance.
+
+    A 64-bit hash per row (each column's float64 bits mixed in turn) is factorised, then every
+    kernel is checked against its representative bit for bit: should two different rows share a
+    hash, nothing is merged (exact either way)."""
+    n = len(columns[0]) if columns else 0
+    if n < 2:
+        return Distinct.each(n)
+    bits = [np.ascontiguousarray(c, dtype=np.float64).view(np.uint64) for c in columns]
+    h = np.zeros(n, dtype=np.uint64)
+    for b in bits:
+        np.bitwise_xor(h, b, out=h)
+        np.multiply(h, _HASH_MULTIPLIER, out=h)
+        np.bitwise_xor(h, h >> np.uint64(31), out=h)
+    codes = pd.factorize(h)[0]  # codes in order of first appearance
+    running = np.maximum.accumulate(codes)
+    first = np.flatnonzero(np.concatenate(([True], running[1:] > running[:-1])))
+    if len(first) == n:
+        return Distinct.each(n)
+    for b in bits:
+        if not np.array_equal(b[first][codes], b):
+            return Distinct.each(n)  # a hash collision: fall back to every row (exact, slower)
+    return Distinct(first, codes, np.bincount(codes, minlength=len(first)).astype(np.float64))
 
 
 # ---- features -----------------------------------------------------------------
@@ -226,8 +294,22 @@ def _feature_transform(name: str, count_transform: str) -> str:
     return count_transform if FEATURE_INFO[name][0] == "count" else "none"
 
 
-def _select_features(table: pd.DataFrame, count_transform: str) -> tuple[list[str], dict[str, str]]:
-    """Features with a finite value for every training kernel and some variance (after transform)."""
+def _mean_std(x: np.ndarray, counts: np.ndarray | None, ddof: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Column means and standard deviations of ``x`` (n, p) or (n,) whose row i stands for
+    ``counts[i]`` identical kernels (``None``: one each, numpy's own mean/std). With counts this
+    is the same statistic over the repeated rows, equal to rounding (speed only)."""
+    if counts is None:
+        return x.mean(axis=0), x.std(axis=0, ddof=ddof)
+    total = float(counts.sum())
+    c = counts if x.ndim == 1 else counts[:, None]
+    mean = (c * x).sum(axis=0) / total
+    return mean, np.sqrt((c * (x - mean) ** 2).sum(axis=0) / (total - ddof))
+
+
+def _select_features(table: pd.DataFrame, count_transform: str,
+                     counts: np.ndarray | None = None) -> tuple[list[str], dict[str, str]]:
+    """Features with a finite value for every training kernel and some variance (after transform);
+    ``counts``: how many kernels each row stands for (see ``distinct_rows``)."""
     kept: list[str] = []
     dropped: dict[str, str] = {}
     for name in table.columns:
@@ -243,7 +325,8 @@ def _select_features(table: pd.DataFrame, count_transform: str) -> tuple[list[st
             dropped[name] = "negative values"
             continue
         values = _transform(column[:, None], [transform])[:, 0]
-        if np.std(values) <= 1e-9 * (1.0 + abs(float(np.mean(values)))):
+        mean, std = _mean_std(values, counts)
+        if std <= 1e-9 * (1.0 + abs(float(mean))):
             dropped[name] = "constant over the training kernels"
             continue
         kept.append(name)
@@ -314,16 +397,26 @@ def _kmeans(points: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarr
     return best
 
 
-def _clusters(scores: np.ndarray, max_clusters: int, seed: int) -> dict[str, Any]:
-    n = len(scores)
+def _clusters(scores: np.ndarray, max_clusters: int, seed: int, inverse: np.ndarray | None = None) -> dict[str, Any]:
+    """k-means on the kernels' scores. ``inverse``: when ``scores`` holds distinct rows, the row
+    of each kernel (``distinct_rows``); the kernels clustered and sampled are the same as with
+    every kernel's row given (speed only)."""
+    n = len(scores) if inverse is None else len(inverse)
+
+    def kernel_rows(rows: np.ndarray | None = None) -> np.ndarray:
+        picked = (np.arange(n) if inverse is None else inverse) if rows is None else \
+            (rows if inverse is None else inverse[rows])
+        return scores[picked]
+
     if n < MIN_KERNELS_FOR_CLUSTERS or max_clusters < 2:
-        return {"k": 1, "centers": scores.mean(axis=0, keepdims=True).tolist(), "silhouette": None, "seed": seed}
+        return {"k": 1, "centers": kernel_rows().mean(axis=0, keepdims=True).tolist(), "silhouette": None, "seed": seed}
     rng = np.random.default_rng(seed)
     sample = rng.choice(n, size=min(n, SILHOUETTE_SAMPLE), replace=False)  # silhouette is O(n^2)
-    points = scores
     if n > CLUSTER_SAMPLE:  # k-means on a seeded sample; every kernel is assigned to its nearest center after
-        points = scores[np.random.default_rng(seed + 1).choice(n, size=CLUSTER_SAMPLE, replace=False)]
+        points = kernel_rows(np.random.default_rng(seed + 1).choice(n, size=CLUSTER_SAMPLE, replace=False))
         sample = np.arange(SILHOUETTE_SAMPLE)  # the clustered sample is in random order already
+    else:
+        points = scores if inverse is None else kernel_rows()
     best: tuple[float, int, np.ndarray] | None = None
     for k in range(2, min(max_clusters, n // 5) + 1):
         centers, labels, _ = _kmeans(points, k, seed)
@@ -333,7 +426,7 @@ def _clusters(scores: np.ndarray, max_clusters: int, seed: int) -> dict[str, Any
         if best is None or quality > best[0] + 1e-12:
             best = (quality, k, centers)
     if best is None:
-        return {"k": 1, "centers": scores.mean(axis=0, keepdims=True).tolist(), "silhouette": None, "seed": seed}
+        return {"k": 1, "centers": kernel_rows().mean(axis=0, keepdims=True).tolist(), "silhouette": None, "seed": seed}
     return {"k": best[1], "centers": best[2].tolist(), "silhouette": best[0], "seed": seed}
 
 
@@ -359,6 +452,35 @@ def _design(scores: np.ndarray, degree: int) -> np.ndarray:
 
 def _term_names(m: int, degree: int) -> list[str]:
     return ["1"] + [f"RC{j + 1}" if d == 1 else f"RC{j + 1}^{d}" for d in range(1, degree + 1) for j in range(m)]
+
+
+def thin_svd(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.linalg.svd(a, full_matrices=False)`` for a tall, well-conditioned ``a`` through
+    CholeskyQR2 (Fukaya et al. 2014: two passes of R = chol(A'A), Q = A R^-1, which give an
+    orthonormal Q to working precision while cond(a) < ~1e6) and the SVD of the small R; a
+    rank-deficient or ill-conditioned ``a`` goes to LAPACK's SVD (speed only: the tall SVD is
+    the fit's largest cost on 1e5-1e6 rows; the two agree to rounding)."""
+    from scipy.linalg import LinAlgError, cholesky, solve_triangular
+
+    n, p = a.shape
+    if n < 4 * p or not np.isfinite(a).all():
+        return np.linalg.svd(a, full_matrices=False)
+    q, r = a, np.eye(p)
+    try:
+        for _ in range(2):
+            step = cholesky(q.T @ q, lower=False)
+            # R's condition bounds a's: beyond 1e6 the second pass no longer restores orthogonality
+            diag = np.abs(np.diag(step))
+            if not np.isfinite(step).all() or diag.min() <= 1e-6 * diag.max():
+                return np.linalg.svd(a, full_matrices=False)
+            q = solve_triangular(step, q.T, trans="T", lower=False).T  # q R^-1 (rows of q solved at once)
+            r = step @ r
+    except (LinAlgError, ValueError):
+        return np.linalg.svd(a, full_matrices=False)
+    if np.linalg.cond(r) > 1e6:
+        return np.linalg.svd(a, full_matrices=False)
+    u_r, s, vt = np.linalg.svd(r)
+    return q @ u_r, s, vt
 
 
 def _choose_degree(n: int, m: int, max_degree: int) -> int:
@@ -392,11 +514,12 @@ def pocs(t_ns: np.ndarray, floor_ns: np.ndarray, low_ns: np.ndarray, high_ns: np
     return current
 
 
-def _pocs_bounds(t_ns: np.ndarray, sigma: float, floor_fraction: float) -> dict[str, float]:
+def _pocs_bounds(t_ns: np.ndarray, sigma: float, floor_fraction: float,
+                 counts: np.ndarray | None = None) -> dict[str, float]:
     """C1 floor and C2 interval from the training times: mean +- sigma sd of log time (geometric),
     widened to the measured range (a time that was measured is plausible by definition)."""
-    logs = np.log(t_ns)
-    mean, sd = float(logs.mean()), float(logs.std(ddof=1))
+    mean_, sd_ = _mean_std(np.log(t_ns), counts, ddof=1)
+    mean, sd = float(mean_), float(sd_)
     return {
         "sigma": sigma,
         "log_mean": mean,
@@ -452,13 +575,19 @@ def _timed(kernels: pd.DataFrame) -> pd.Series:
 
 
 def _fit_arrays(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: float,
-                opts: dict[str, Any], with_clusters: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+                opts: dict[str, Any], with_clusters: bool = True,
+                rows: Distinct | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The fit itself on training rows; returns the JSON dict and arrays the LOO path reuses.
 
     ``with_clusters=False`` leaves ``data["clusters"]`` to ``_add_clusters`` (speed only: the
-    clusters do not enter the regression, so ``form: auto`` clusters only the form it keeps)."""
-    n = len(t_ns)
-    features, dropped = _select_features(table, opts["feature_transform"])
+    clusters do not enter the regression, so ``form: auto`` clusters only the form it keeps).
+    ``rows``: ``table`` and ``t_ns`` hold distinct kernels, row i standing for ``rows.counts[i]``
+    identical ones (``distinct_rows``). Every statistic is then weighted by the counts, which is
+    exactly the fit on the repeated rows (means, the correlation matrix and least squares are
+    sums over kernels), equal to rounding (speed only)."""
+    counts = None if rows is None or rows.all_single else rows.counts
+    n = len(t_ns) if rows is None else rows.n
+    features, dropped = _select_features(table, opts["feature_transform"], counts)
     if n < MIN_KERNELS or len(features) < MIN_FEATURES:
         raise ModelError(
             f"needs at least {MIN_KERNELS} kernels with a measured duration_ns and {MIN_FEATURES} non-constant "
@@ -469,13 +598,12 @@ def _fit_arrays(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: f
     transforms = [_feature_transform(f, opts["feature_transform"]) for f in features]
     raw = table[features].to_numpy(dtype="float64")
     x = _transform(raw, transforms)
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0, ddof=1)
+    mean, scale = _mean_std(x, counts, ddof=1)
     z = np.subtract(x, mean, out=x)  # Sec. 6.1: normalised (zero mean, unit variance); in place: x is not reused
     z /= scale
 
     # Sec. 6.1: PCA of the correlation matrix, keep >= variance of the total
-    corr = (z.T @ z) / (n - 1)
+    corr = ((z if counts is None else z * counts[:, None]).T @ z) / (n - 1)
     eigenvalues, eigenvectors = np.linalg.eigh(corr)
     order = np.argsort(eigenvalues)[::-1]
     eigenvalues = np.clip(eigenvalues[order], 0.0, None)
@@ -505,11 +633,18 @@ def _fit_arrays(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: f
     y = _to_target(t_ns, opts["target"])
     # relative least squares on a linear target (rows scaled by 1/t): every kernel's error counts
     # in proportion, not the longest kernels' nanoseconds; the log target is relative already
-    row_weight = 1.0 / t_ns if (opts["target"] == "linear" and opts["weighting"] == "relative") else np.ones(n)
-    coefficients, *_ = np.linalg.lstsq(design * row_weight[:, None], y * row_weight, rcond=None)
+    row_weight = 1.0 / t_ns if (opts["target"] == "linear" and opts["weighting"] == "relative") else np.ones(len(t_ns))
+    # least squares through one thin SVD of the weighted design, kept for the exact leave-one-out
+    # (``_loo``): beta = V S^-1 U'(w y) on the singular values above lstsq's default cutoff (eps x
+    # max(n, p)). A row standing for c kernels is weighted by sqrt(c): sum_i c_i (w_i r_i)^2.
+    system_weight = row_weight if counts is None else row_weight * np.sqrt(counts)
+    u, s, vt = thin_svd(design * system_weight[:, None])
+    rank = int((s > s.max() * max(n, design.shape[1]) * np.finfo(float).eps).sum())
+    coefficients = vt[:rank].T @ ((u[:, :rank].T @ (y * system_weight)) / s[:rank])
     fitted = design @ coefficients
-    ss_res = float(((y - fitted) ** 2).sum())
-    ss_tot = float(((y - y.mean()) ** 2).sum())
+    ss_res = float((((y - fitted) ** 2) * (1.0 if counts is None else counts)).sum())
+    y_mean = _mean_std(y, counts)[0]
+    ss_tot = float((((y - y_mean) ** 2) * (1.0 if counts is None else counts)).sum())
     data: dict[str, Any] = {
         "model": MODEL_ID,
         "format_version": FORMAT_VERSION,
@@ -542,7 +677,7 @@ def _fit_arrays(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: f
             "coefficients": coefficients.tolist(),
             "r2": (1.0 - ss_res / ss_tot) if ss_tot > 0 else None,
         },
-        "pocs": _pocs_bounds(t_ns, opts["sigma"], opts["floor_fraction"]),
+        "pocs": _pocs_bounds(t_ns, opts["sigma"], opts["floor_fraction"], counts),
         "training_ranges": {
             "feature_min": raw.min(axis=0).tolist(),
             "feature_max": raw.max(axis=0).tolist(),
@@ -550,39 +685,46 @@ def _fit_arrays(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: f
             "duration_ns_max": float(t_ns.max()),
         },
     }
-    arrays = {"scores": scores, "design": design, "y": y, "fitted": fitted, "row_weight": row_weight, "raw": raw}
+    # left singular vectors per kernel: a row standing for c kernels is sqrt(c) times each one's
+    left = u[:, :rank] if counts is None else u[:, :rank] / np.sqrt(counts)[:, None]
+    arrays = {"scores": scores, "design": design, "y": y, "fitted": fitted, "row_weight": row_weight, "raw": raw,
+              "left": left}
     if with_clusters:
-        _add_clusters(data, arrays, opts)
+        _add_clusters(data, arrays, opts, rows)
     return data, arrays
 
 
-def _add_clusters(data: dict[str, Any], arrays: dict[str, np.ndarray], opts: dict[str, Any]) -> None:
+def _add_clusters(data: dict[str, Any], arrays: dict[str, np.ndarray], opts: dict[str, Any],
+                  rows: Distinct | None = None) -> None:
     """Sec. 6.4: clusters on the component scores (``data["clusters"]``, ``arrays["labels"]``)."""
-    clusters = _clusters(arrays["scores"], opts["max_clusters"], opts["seed"])
+    clusters = _clusters(arrays["scores"], opts["max_clusters"], opts["seed"], None if rows is None else rows.inverse)
     labels = _assign(arrays["scores"], np.asarray(clusters["centers"]))
-    clusters["sizes"] = np.bincount(labels, minlength=clusters["k"]).tolist()
+    sizes = np.bincount(labels, None if rows is None else rows.counts, minlength=clusters["k"])
+    clusters["sizes"] = sizes.astype(np.int64).tolist()
     data["clusters"] = clusters
     arrays["labels"] = labels
 
 
 def _fit_selected(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: float,
-                  opts: dict[str, Any], groups: np.ndarray | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+                  opts: dict[str, Any], groups: np.ndarray | None = None,
+                  rows: Distinct | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """``_fit_arrays`` with the form fixed, or (form auto) both forms, keeping the lower
-    leave-one-group-out MAPE (``groups``: one label per row, the kernel name)."""
+    leave-one-group-out MAPE (``groups``: one label per row, the kernel name; ``rows``: the rows
+    are distinct kernels with counts, see ``_fit_arrays``)."""
     if opts["form"] != "auto":
-        data, arrays = _fit_arrays(table, t_ns, gpu_id, coalesced, opts)
+        data, arrays = _fit_arrays(table, t_ns, gpu_id, coalesced, opts, rows=rows)
         data["form"] = opts["form"]
         return data, arrays
     candidates: dict[str, tuple[float, dict[str, Any], dict[str, np.ndarray]]] = {}
     for form, settings in FORMS.items():
-        data, arrays = _fit_arrays(table, t_ns, gpu_id, coalesced, {**opts, **settings}, with_clusters=False)
-        arrays["loo"] = _loo(arrays, data, t_ns, groups)  # kept: the caller's leave-one-out reuses it
+        data, arrays = _fit_arrays(table, t_ns, gpu_id, coalesced, {**opts, **settings}, with_clusters=False, rows=rows)
+        arrays["loo"] = _loo(arrays, data, t_ns, groups, rows)  # kept: the caller's leave-one-out reuses it
         loo_ns = arrays["loo"][1]
-        mape = float(np.nanmean(np.abs(loo_ns - t_ns) / t_ns)) if np.isfinite(loo_ns).any() else float("inf")
-        candidates[form] = (mape, data, arrays)
+        mape = _mape(loo_ns, t_ns, rows)
+        candidates[form] = (mape if mape is not None else float("inf"), data, arrays)
     best = min(candidates, key=lambda f: candidates[f][0])  # ties keep the paper's additive form
     _, data, arrays = candidates[best]
-    _add_clusters(data, arrays, {**opts, **FORMS[best]})
+    _add_clusters(data, arrays, {**opts, **FORMS[best]}, rows)
     data["form"] = best
     data["form_selection"] = {f: (c[0] if np.isfinite(c[0]) else None) for f, c in candidates.items()}
     return data, arrays
@@ -598,7 +740,20 @@ def _group_index(groups: np.ndarray) -> np.ndarray:
     return np.unique(groups, return_inverse=True)[1].reshape(-1)
 
 
-def held_out_residuals(u: np.ndarray, e: np.ndarray, groups: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def _mape(predicted_ns: np.ndarray, t_ns: np.ndarray, rows: Distinct | None = None) -> float | None:
+    """Mean APE over the kernels with a prediction (rows weighted by the kernels they stand for);
+    None when none has one."""
+    ape = np.abs(predicted_ns - t_ns) / t_ns
+    ok = np.isfinite(ape)
+    if not ok.any():
+        return None
+    if rows is None or rows.all_single:
+        return float(np.nanmean(ape))
+    return float((ape[ok] * rows.counts[ok]).sum() / rows.counts[ok].sum())
+
+
+def held_out_residuals(u: np.ndarray, e: np.ndarray, groups: np.ndarray | None,
+                       counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Residual of each row when its whole group is left out of a least-squares fit.
 
     ``u``: the rank-r left singular vectors of the (weighted) design, n x r;
@@ -608,12 +763,14 @@ def held_out_residuals(u: np.ndarray, e: np.ndarray, groups: np.ndarray | None) 
     solved (batched), whatever the group's size. Returns (held-out residuals,
     row leverage h_ii); NaN where the group alone determines a term
     (I - U_G'U_G singular). Without ``groups`` every row is its own group:
-    e_i / (1 - h_ii).
+    e_i / (1 - h_ii). ``counts``: row i stands for ``counts[i]`` identical rows
+    (same group, same u_i and e_i): the group sums count it that many times.
     """
     leverage = (u ** 2).sum(axis=1)
     index = None if groups is None else _group_index(groups)
+    n_rows = len(e) if counts is None else int(counts.sum())
     n_groups = len(e) if index is None else int(index.max()) + 1 if len(index) else 0
-    if n_groups == len(e):  # every row its own group: the closed form, no r x r systems
+    if n_groups == n_rows:  # every row its own group: the closed form, no r x r systems
         with np.errstate(divide="ignore", invalid="ignore"):
             held = e / (1.0 - leverage)
         held[leverage > 1.0 - 1e-9] = np.nan
@@ -621,14 +778,15 @@ def held_out_residuals(u: np.ndarray, e: np.ndarray, groups: np.ndarray | None) 
     r = u.shape[1]
     gram = np.empty((n_groups, r, r))  # U_G'U_G per group, from r(r+1)/2 bincounts: O(n r^2) time, O(g r^2) memory
     columns = np.ascontiguousarray(u.T)  # contiguous columns and one product buffer (speed only)
+    weighted = columns if counts is None else columns * counts  # each row counted as often as it stands
     product = np.empty(len(e))
     for a in range(r):
         for b in range(a, r):
-            np.multiply(columns[a], columns[b], out=product)
+            np.multiply(weighted[a], columns[b], out=product)
             gram[:, a, b] = gram[:, b, a] = np.bincount(index, product, minlength=n_groups)
     projected = np.empty((n_groups, r))
     for a in range(r):
-        np.multiply(columns[a], e, out=product)
+        np.multiply(weighted[a], e, out=product)
         projected[:, a] = np.bincount(index, product, minlength=n_groups)
     singular = np.linalg.eigvalsh(gram)[:, -1] > 1.0 - 1e-9 if r else np.zeros(n_groups, dtype=bool)
     system = np.eye(r)[None, :, :] - gram
@@ -640,45 +798,56 @@ def held_out_residuals(u: np.ndarray, e: np.ndarray, groups: np.ndarray | None) 
 
 
 def _loo(arrays: dict[str, np.ndarray], data: dict[str, Any], t_ns: np.ndarray,
-         groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+         groups: np.ndarray | None = None, rows: Distinct | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact leave-one-group-out for the (weighted) regression; leave-one-out POCS sets.
 
     Regression: ``held_out_residuals`` in the weighted problem (rows scaled by w_i;
-    the fit without a row does not depend on its weight), divided back by w_i.
+    the fit without a row does not depend on its weight), divided back by w_i, from
+    the left singular vectors the fit kept (``arrays["left"]``: one SVD per form).
     Returns (raw held-out prediction in ns, POCS'd held-out prediction in ns,
     leverage h_ii); NaN where the group alone determines a regression term.
+    ``rows``: the rows are distinct kernels with counts (``_fit_arrays``).
     """
     if "loo" in arrays:
         return arrays["loo"]  # computed when the form was chosen (same arrays, same data, same groups)
-    design, y, fitted, w = arrays["design"], arrays["y"], arrays["fitted"], arrays["row_weight"]
-    weighted = design * w[:, None]
-    u, s, _ = np.linalg.svd(weighted, full_matrices=False)
-    rank = int((s > s.max() * max(weighted.shape) * np.finfo(float).eps).sum())
-    held, leverage = held_out_residuals(u[:, :rank], (y - fitted) * w, groups)
+    y, fitted, w = arrays["y"], arrays["fitted"], arrays["row_weight"]
+    counts = None if rows is None or rows.all_single else rows.counts
+    held, leverage = held_out_residuals(arrays["left"], (y - fitted) * w, groups, counts)
     y_loo = y - held / w
     raw_ns = _from_target(y_loo, data["regression"]["target"])
     floor_fraction = data["pocs"]["floor_ns"] / float(t_ns.min())
-    projected = pocs(raw_ns, *_loo_bounds(t_ns, data["pocs"]["sigma"], floor_fraction, groups))
+    projected = pocs(raw_ns, *_loo_bounds(t_ns, data["pocs"]["sigma"], floor_fraction, groups, counts))
     return raw_ns, projected, leverage
 
 
 def _loo_bounds(t_ns: np.ndarray, sigma: float, floor_fraction: float,
-                groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                groups: np.ndarray | None = None,
+                counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """POCS sets without the row's group (every launch of its kernel; each row alone when
-    ``groups`` is None): floor from the others' shortest time, C2 from the others' log times."""
-    n = len(t_ns)
-    index = np.arange(n) if groups is None else _group_index(groups)
+    ``groups`` is None): floor from the others' shortest time, C2 from the others' log times.
+    ``counts``: row i stands for ``counts[i]`` kernels of its group."""
+    index = np.arange(len(t_ns)) if groups is None else _group_index(groups)
     n_groups = int(index.max()) + 1
     logs = np.log(t_ns)
-    centred = logs - logs.mean()  # centred sums avoid cancellation in the variance
-    in_group = np.bincount(index, minlength=n_groups).astype(float)[index]
-    sum_g = np.bincount(index, centred, minlength=n_groups)[index]
-    sumsq_g = np.bincount(index, centred**2, minlength=n_groups)[index]
+    n = len(t_ns) if counts is None else float(counts.sum())
+    log_mean = _mean_std(logs, counts)[0]
+    centred = logs - log_mean  # centred sums avoid cancellation in the variance
+    squares = centred**2
+    if counts is None:
+        in_group = np.bincount(index, minlength=n_groups).astype(float)[index]
+        sum_g = np.bincount(index, centred, minlength=n_groups)[index]
+        sumsq_g = np.bincount(index, squares, minlength=n_groups)[index]
+        total, total_sq = centred.sum(), squares.sum()
+    else:
+        in_group = np.bincount(index, counts, minlength=n_groups)[index]
+        sum_g = np.bincount(index, centred * counts, minlength=n_groups)[index]
+        sumsq_g = np.bincount(index, squares * counts, minlength=n_groups)[index]
+        total, total_sq = (centred * counts).sum(), (squares * counts).sum()
     n_wo = n - in_group
     with np.errstate(divide="ignore", invalid="ignore"):  # one group only: nothing is left to bound by (NaN)
-        centred_mean_wo = (centred.sum() - sum_g) / n_wo
-        var_wo = ((centred**2).sum() - sumsq_g - n_wo * centred_mean_wo**2) / (n_wo - 1)
-    mean_wo = logs.mean() + centred_mean_wo
+        centred_mean_wo = (total - sum_g) / n_wo
+        var_wo = (total_sq - sumsq_g - n_wo * centred_mean_wo**2) / (n_wo - 1)
+    mean_wo = log_mean + centred_mean_wo
     sd_wo = np.sqrt(np.clip(var_wo, 0.0, None))
     group_min = np.full(n_groups, np.inf)
     np.minimum.at(group_min, index, t_ns)
@@ -698,11 +867,16 @@ def _kernel_groups(kernels: pd.DataFrame) -> np.ndarray:
     """One integer label per row: the kernel's name and launch shape. Repeated launches of
     one workload share a label and are left out together; launches of one kernel at other
     problem sizes (another grid) are other workloads and may train each other."""
-    keys = [c for c in ("kernel", "kernel_name", "kernel_id") if c in kernels.columns][:1]
+    keys = _group_keys(kernels)
     if not keys:
         return np.arange(len(kernels))
-    keys += [c for c in ("grid_blocks", "block_threads") if c in kernels.columns]
     return kernels.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+
+
+def _group_keys(kernels: pd.DataFrame) -> list[str]:
+    """The columns ``_kernel_groups`` groups by: the first name column present, grid and block."""
+    keys = [c for c in ("kernel", "kernel_name", "kernel_id") if c in kernels.columns][:1]
+    return keys + [c for c in ("grid_blocks", "block_threads") if c in kernels.columns] if keys else []
 
 
 def fit(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -712,14 +886,35 @@ def fit(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> d
     timed = _timed(kernels)
     train = kernels[timed]
     _one_gpu(train)
-    t_ns = column_or_nan(train, "duration_ns").to_numpy()
-    groups = _kernel_groups(train)
-    data, arrays = _fit_selected(feature_table(train, coalesced), t_ns, gpu.id, coalesced, opts, groups)
-    if len(t_ns) >= 3:
-        _, loo_ns, _ = _loo(arrays, data, t_ns, groups)
-        ape = np.abs(loo_ns - t_ns) / t_ns
-        data["loo_mape"] = float(np.nanmean(ape)) if np.isfinite(ape).any() else None
+    t_all = column_or_nan(train, "duration_ns").to_numpy()
+    rows, table, t_ns, groups = _training_rows(train, coalesced, t_all)
+    data, arrays = _fit_selected(table, t_ns, gpu.id, coalesced, opts, groups, rows)
+    if rows.n >= 3:
+        _, loo_ns, _ = _loo(arrays, data, t_ns, groups, rows)
+        data["loo_mape"] = _mape(loo_ns, t_ns, rows)
     return data
+
+
+def _training_rows(train: pd.DataFrame, coalesced: float,
+                   t_ns: np.ndarray) -> tuple[Distinct, pd.DataFrame, np.ndarray, np.ndarray]:
+    """The timed kernels as distinct rows: (rows, their feature table, times, leave-out group labels).
+
+    Kernels merge when their name, time and every counter a feature reads are equal, so each
+    distinct row has one feature vector and lies in one leave-out group (name and launch shape,
+    ``_kernel_groups``); the feature table is then built for the distinct rows only (speed only)."""
+    keys = _group_keys(train)
+    if not keys or len(train) < 2:  # every launch its own group: nothing to merge
+        return Distinct.each(len(train)), feature_table(train, coalesced), t_ns, _kernel_groups(train)
+    sources = [c for c in SOURCE_COLUMNS if c in train.columns]
+    names = pd.factorize(train[keys[0]], use_na_sentinel=False)[0].astype(np.float64)
+    # every column as the feature table and the groups read it (numeric conversion, as column_or_nan)
+    numeric = [train[c].to_numpy() if train[c].dtype == np.float64 else column_or_nan(train, c).to_numpy()
+               for c in dict.fromkeys(sources + keys[1:])]
+    rows = distinct_rows([names, t_ns, *numeric])
+    if rows.all_single:
+        return rows, feature_table(train, coalesced), t_ns, _kernel_groups(train)
+    sub = train[list(dict.fromkeys(keys + sources))].iloc[rows.first]
+    return rows, feature_table(sub, coalesced), t_ns[rows.first], _kernel_groups(sub)
 
 
 def _one_gpu(train: pd.DataFrame) -> None:
@@ -850,9 +1045,11 @@ def predict(kernels: pd.DataFrame, data: Mapping[str, Any], mode: str = "trained
 
 def _fill(result: pd.DataFrame, rows: pd.Index, data: dict[str, Any], table: pd.DataFrame, mode: str,
           override_ns: np.ndarray | None = None, bounds: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-          fitted: dict[str, np.ndarray] | None = None) -> None:
+          fitted: dict[str, np.ndarray] | None = None, inverse: np.ndarray | None = None) -> None:
     """Write predictions and details for ``rows`` (``override_ns``/``bounds``: the LOO values;
-    ``fitted``: the fit's arrays when ``rows`` are its training rows, see ``_predict_core``)."""
+    ``fitted``: the fit's arrays when ``rows`` are its training rows, see ``_predict_core``;
+    ``inverse``: ``table`` and the LOO values hold distinct rows, ``rows[i]`` is row
+    ``inverse[i]``: everything is computed once per distinct row (speed only))."""
     if len(rows) == 0:
         return
     # the rows as a boolean mask (in index order, as ``rows`` is): one lookup instead of one per column
@@ -862,10 +1059,10 @@ def _fill(result: pd.DataFrame, rows: pd.Index, data: dict[str, Any], table: pd.
     raw_ns = _from_target(core["y"], data["regression"]["target"]) if override_ns is None else override_ns
     if bounds is None:
         p = data["pocs"]
-        bounds = (np.full(len(rows), p["floor_ns"]), np.full(len(rows), p["low_ns"]), np.full(len(rows), p["high_ns"]))
+        bounds = tuple(np.full(len(raw_ns), p[key]) for key in ("floor_ns", "low_ns", "high_ns"))
     predicted = pocs(raw_ns, *bounds)
     clipped = np.abs(predicted - raw_ns) > 1e-12 * np.abs(raw_ns)
-    label, sums, reason = _bottleneck(data, core["elasticity"], rows)
+    label, sums, reason = _bottleneck(data, core["elasticity"], pd.RangeIndex(len(raw_ns)))
     scores = core["scores"]
     k = int(data["clusters"]["k"])
     lo = np.asarray(data["training_ranges"]["feature_min"])
@@ -873,8 +1070,10 @@ def _fill(result: pd.DataFrame, rows: pd.Index, data: dict[str, Any], table: pd.
     raw = core["raw"]
     outside = ((raw < lo) | (raw > hi)).sum(axis=1)
 
-    result.loc[at, "predicted_ns"] = predicted
-    result.loc[at, "bottleneck"] = label.to_numpy()
+    def per_kernel(values: np.ndarray) -> np.ndarray:
+        return values if inverse is None else values[inverse]
+
+    columns: dict[str, Any] = {"predicted_ns": per_kernel(predicted), "bottleneck": per_kernel(label.to_numpy())}
 
     def describe(d: pd.DataFrame) -> pd.Series:
         state = "cluster " + d["cluster"].astype(str) + f"/{k}; " + d["reason"]
@@ -883,17 +1082,37 @@ def _fill(result: pd.DataFrame, rows: pd.Index, data: dict[str, Any], table: pd.
         state[out] = state[out] + "; " + d["outside"][out].astype(str) + " feature(s) outside the training range"
         return state
 
-    result.loc[at, "state"] = _per_distinct(pd.DataFrame({"cluster": core["labels"] + 1, "reason": reason.to_numpy(),
-                                                          "clipped": clipped, "outside": outside}), describe)
-    result.loc[at, "mode"] = mode
-    result.loc[at, "cluster"] = core["labels"] + 1
-    result.loc[at, "regression_ns"] = raw_ns
-    result.loc[at, "pocs_clipped"] = clipped
-    result.loc[at, "features_outside_training_range"] = outside
+    columns["state"] = per_kernel(_per_distinct(pd.DataFrame({
+        "cluster": core["labels"] + 1, "reason": reason.to_numpy(), "clipped": clipped, "outside": outside}), describe))
+    columns["mode"] = mode
+    columns["cluster"] = per_kernel(core["labels"] + 1)
+    columns["regression_ns"] = per_kernel(raw_ns)
+    columns["pocs_clipped"] = per_kernel(clipped)
+    columns["features_outside_training_range"] = per_kernel(outside)
     for j in range(scores.shape[1]):
-        result.loc[at, f"RC{j + 1}"] = scores[:, j]
+        columns[f"RC{j + 1}"] = per_kernel(scores[:, j])
     for group in sums.columns:
-        result.loc[at, f"elasticity_{group}"] = sums[group].to_numpy()
+        columns[f"elasticity_{group}"] = per_kernel(sums[group].to_numpy())
+    _write_columns(result, at, columns)
+
+
+def _write_columns(result: pd.DataFrame, at: np.ndarray, columns: dict[str, Any]) -> None:
+    """``result.loc[at, name] = values`` for each column; when ``at`` holds every row, the columns
+    are set whole with the dtypes that masked assignment gives a new column (numbers float64,
+    booleans object, text str), without its fill-then-overwrite copies (speed only)."""
+    if not at.all():
+        for name, values in columns.items():
+            result.loc[at, name] = values
+        return
+    for name, values in columns.items():
+        if name in result.columns or isinstance(values, str):
+            result[name] = values
+        elif values.dtype.kind == "b":
+            result[name] = values.astype(object)
+        elif values.dtype.kind in "iuf":
+            result[name] = values.astype(np.float64, copy=False)
+        else:
+            result[name] = values
 
 
 class KerrModel:
@@ -908,7 +1127,7 @@ class KerrModel:
     paper = "A. Kerr, G. Diamos, S. Yalamanchili, Modeling GPU-CPU workloads and systems, GPGPU-3, 2010"
     requires = Requirements(
         required=(),
-        optional=("duration_ns", *dict.fromkeys(c for _, _, _, src in FEATURES for c in src)),
+        optional=("duration_ns", *SOURCE_COLUMNS),
     )
     constants = ()
 
@@ -939,12 +1158,12 @@ class KerrModel:
         coalesced = float(gpu.get("coalesced_sectors_per_request", DEFAULT_COALESCED_SECTORS))
         timed = _timed(kernels)
         all_timed = bool(timed.all())
-        table_all = feature_table(kernels, coalesced)
-        table_timed = table_all if all_timed else table_all[timed]
-        t_ns = column_or_nan(kernels, "duration_ns")[timed].to_numpy()
+        t_all = column_or_nan(kernels, "duration_ns")[timed].to_numpy()
         try:
-            groups = _kernel_groups(kernels if all_timed else kernels[timed])
-            data, arrays = _fit_selected(table_timed, t_ns, gpu.id, coalesced, opts, groups)
+            # distinct timed kernels with counts (speed only: the same fit, see _fit_arrays)
+            distinct, table_fit, t_ns, groups = _training_rows(kernels if all_timed else kernels[timed],
+                                                               coalesced, t_all)
+            data, arrays = _fit_selected(table_fit, t_ns, gpu.id, coalesced, opts, groups, distinct)
         except ModelError as exc:
             result = empty_result(kernels)
             result["error"] = (
@@ -955,13 +1174,19 @@ class KerrModel:
             return result
         # kernels without a time: the model fitted on all timed kernels
         # (when every kernel is timed, leave-one-out below writes every row: nothing to predict first)
-        result = predict(kernels, data, mode="fitted on the input's timed kernels", fill=not all_timed,
-                         table=table_all)
-        raw_loo, _, leverage = _loo(arrays, data, t_ns, groups)
-        bounds = _loo_bounds(t_ns, opts["sigma"], opts["floor_fraction"], groups)
+        # (nor to check: every training kernel has finite values of every selected feature, so
+        # predict() would find no missing counter and no bad value among them)
+        result = empty_result(kernels) if all_timed else \
+            predict(kernels, data, mode="fitted on the input's timed kernels")
+        counts = None if distinct.all_single else distinct.counts
+        raw_loo, _, leverage = _loo(arrays, data, t_ns, groups, distinct)
+        bounds = _loo_bounds(t_ns, opts["sigma"], opts["floor_fraction"], groups, counts)
         rows = kernels.index[timed.to_numpy()]
-        _fill(result, rows, data, table_timed, "leave-one-kernel-out", override_ns=raw_loo, bounds=bounds,
-              fitted=arrays)
+        inverse = None if distinct.all_single else distinct.inverse
+        _fill(result, rows, data, table_fit, "leave-one-kernel-out", override_ns=raw_loo, bounds=bounds,
+              fitted=arrays, inverse=inverse)
+        if inverse is not None:  # back to one value per kernel
+            raw_loo, leverage = raw_loo[inverse], leverage[inverse]
         undefined = pd.Series(np.isnan(raw_loo), index=rows)
         if undefined.any():
             where = undefined[undefined].index

@@ -90,3 +90,121 @@ def test_silhouette_distances_equal_the_componentwise_sum() -> None:
 
         np.testing.assert_array_equal(cdist(points, points), np.sqrt(d2))
         assert -1.0 <= kerr._silhouette(points, labels) <= 1.0
+
+
+def _fit_rows_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make kerr fit every kernel as its own row (the computation before deduplication)."""
+    monkeypatch.setattr(kerr, "distinct_rows", lambda columns: kerr.Distinct.each(len(columns[0])))
+
+
+def _assert_same_fit(fast: dict, plain: dict, path: str = "") -> None:
+    """Two fitted dicts equal to rounding (floats to 1e-9 relative), everything else exactly."""
+    if isinstance(plain, dict):
+        assert list(fast) == list(plain), path
+        for key in plain:
+            _assert_same_fit(fast[key], plain[key], f"{path}/{key}")
+    elif isinstance(plain, list):
+        assert len(fast) == len(plain), path
+        for i, (a, b) in enumerate(zip(fast, plain)):
+            _assert_same_fit(a, b, f"{path}[{i}]")
+    elif isinstance(plain, float):
+        assert fast == pytest.approx(plain, rel=1e-9, abs=1e-12), path
+    else:
+        assert fast == plain, path
+
+
+def _repeated_corpus(corpus: pd.DataFrame) -> pd.DataFrame:
+    """The corpus with each kernel launched 1 to 5 times (as a training-step profile repeats its
+    kernels), shuffled, with unique launch ids: the shape of the 1M-launch benchmark frame."""
+    rng = np.random.default_rng(7)
+    repeated = corpus.loc[corpus.index.repeat(rng.integers(1, 6, len(corpus)))]
+    repeated = repeated.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    repeated["kernel_id"] = [f"launch{i}" for i in range(len(repeated))]
+    return repeated
+
+
+@pytest.mark.parametrize("options", [{}, {"form": "power"}])
+def test_fitting_distinct_rows_with_counts_equals_fitting_every_launch(
+        corpus: pd.DataFrame, options: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Weighted by their counts, the distinct kernels give the fit of every repeated launch:
+    the same features, components, clusters, coefficients, POCS bounds and LOO MAPE."""
+    gpu = resolve_profile("gtx-1080-ti")
+    kernels = _repeated_corpus(corpus)
+    fast = kerr.fit(kernels, gpu, options)
+    fast_result = kerr.MODEL.evaluate(kernels, gpu, options)
+    _fit_rows_one_by_one(monkeypatch)
+    plain = kerr.fit(kernels, gpu, options)
+    plain_result = kerr.MODEL.evaluate(kernels, gpu, options)
+    assert fast["n_train"] == plain["n_train"] == int(kerr._timed(kernels).sum())
+    _assert_same_fit(fast, plain)
+    pd.testing.assert_frame_equal(fast_result, plain_result, check_exact=False, rtol=1e-9, atol=1e-12)
+    assert (fast_result["error"] == "").mean() > 0.9  # the comparison covers predicted kernels
+
+
+def test_kernels_without_a_time_among_repeated_launches_are_predicted_as_before(
+        corpus: pd.DataFrame, monkeypatch: pytest.MonkeyPatch) -> None:
+    gpu = resolve_profile("gtx-1080-ti")
+    kernels = _repeated_corpus(corpus)
+    kernels.loc[kernels.index[::9], "duration_ns"] = np.nan  # untimed: predicted by the model on the timed ones
+    fast = kerr.MODEL.evaluate(kernels, gpu, {})
+    _fit_rows_one_by_one(monkeypatch)
+    plain = kerr.MODEL.evaluate(kernels, gpu, {})
+    pd.testing.assert_frame_equal(fast, plain, check_exact=False, rtol=1e-9, atol=1e-12)
+    assert (fast.loc[kernels.index[::9], "mode"] == "fitted on the input's timed kernels").all()
+
+
+def test_distinct_rows_merges_only_bit_identical_rows() -> None:
+    rng = np.random.default_rng(1)
+    base = rng.normal(size=(50, 3))
+    pick = rng.integers(0, 50, 400)
+    columns = [base[pick, j].copy() for j in range(3)]
+    columns[1][5] = -0.0 if columns[1][5] == 0.0 else np.nextafter(columns[1][5], np.inf)  # one ulp apart: its own row
+    columns[2][7] = np.nan  # NaN rows merge with the same NaN only
+    rows = kerr.distinct_rows(columns)
+    stacked = np.column_stack(columns)
+    # every kernel equals its representative bit for bit, and representatives are pairwise different
+    np.testing.assert_array_equal(stacked[rows.first][rows.inverse].view(np.uint64), stacked.view(np.uint64))
+    assert len({row.tobytes() for row in stacked}) == len(rows.first)
+    assert rows.counts.sum() == 400 and (rows.counts >= 1).all()
+    assert list(rows.first) == sorted(rows.first)  # in order of first appearance
+
+
+def test_distinct_rows_falls_back_to_every_row_on_a_hash_collision(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kerr, "_HASH_MULTIPLIER", np.uint64(0))  # every row hashes alike: a forced collision
+    columns = [np.array([1.0, 2.0, 1.0, 3.0])]
+    rows = kerr.distinct_rows(columns)
+    assert rows.all_single and list(rows.inverse) == [0, 1, 2, 3]
+
+
+def test_held_out_residuals_with_counts_equal_the_repeated_rows() -> None:
+    """A row standing for c identical rows gives the held-out residuals of the c copies."""
+    rng = np.random.default_rng(5)
+    n, p = 30, 4
+    design = np.column_stack([np.ones(n), rng.normal(size=(n, p - 1))])
+    y = design @ rng.normal(size=p) + rng.normal(0, 0.1, n)
+    groups = np.repeat(np.arange(10), 3)
+    counts = rng.integers(1, 4, n).astype(float)
+    full_design, full_y, full_groups = (np.repeat(a, counts.astype(int), axis=0) for a in (design, y, groups))
+    coef, *_ = np.linalg.lstsq(full_design, full_y, rcond=None)
+    u_full, _, _ = np.linalg.svd(full_design, full_matrices=False)
+    held_full, lev_full = kerr.held_out_residuals(u_full, full_y - full_design @ coef, full_groups)
+    u, _, _ = kerr.thin_svd(design * np.sqrt(counts)[:, None])
+    held, lev = kerr.held_out_residuals(u / np.sqrt(counts)[:, None], y - design @ coef, groups, counts)
+    first = np.concatenate(([0], np.cumsum(counts.astype(int))[:-1]))
+    np.testing.assert_allclose(held, held_full[first], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(lev, lev_full[first], rtol=1e-9, atol=1e-12)
+
+
+def test_thin_svd_equals_lapack_and_falls_back_on_ill_conditioned_designs() -> None:
+    rng = np.random.default_rng(2)
+    a = rng.normal(size=(5000, 9)) * np.exp(rng.normal(0, 2, size=(5000, 1)))  # rows weighted over decades
+    u, s, vt = kerr.thin_svd(a)
+    u0, s0, vt0 = np.linalg.svd(a, full_matrices=False)
+    np.testing.assert_allclose(s, s0, rtol=1e-10)
+    np.testing.assert_allclose(u @ np.diag(s) @ vt, a, atol=1e-10 * np.abs(a).max())
+    np.testing.assert_allclose(u.T @ u, np.eye(9), atol=1e-12)
+    np.testing.assert_allclose((u**2).sum(axis=1), (u0**2).sum(axis=1), atol=1e-12)  # leverages
+    nearly = a.copy()
+    nearly[:, 3] = nearly[:, 2] * (1 + 1e-12)  # rank-deficient to working precision
+    u, s, vt = kerr.thin_svd(nearly)
+    np.testing.assert_allclose(s, np.linalg.svd(nearly, compute_uv=False), rtol=1e-8, atol=1e-8 * s[0])
