@@ -125,3 +125,57 @@ def test_plot_roofline_without_flops_names_what_is_missing(realdata_dir: Path, t
     assert code == 2
     err = capsys.readouterr().err
     assert "no kernel group can be placed on the roofline" in err and "dram__bytes.sum" in err
+
+
+def test_summary_first_action_wraps_with_rows_tall_enough(realdata_dir: Path, tmp_path: Path) -> None:
+    """The Summary's First action wraps inside its column, as the Kernel groups' actions do: printed,
+    a long action runs on over lines instead of being cut at the cell edge."""
+    target = tmp_path / "review.xlsx"
+    assert main(["analyze", *(str(realdata_dir / f) for f in REAL_SETS["magus-lud"]), "-o", str(target), "-q"]) == 0
+    summary = load_workbook(target)["Summary"]
+    header_row = next(row for row in summary.iter_rows(max_row=5) if row[0].value == "#")
+    column = next(c.column_letter for c in header_row if c.value == "First action")
+    width = summary.column_dimensions[column].width
+    cells = [summary[f"{column}{r}"] for r in range(header_row[0].row + 1, summary.max_row + 1)]
+    longest = max(cells, key=lambda c: len(str(c.value or "")))
+    assert len(longest.value) > width, "the lud advice is longer than the column: the case this test is about"
+    for cell in cells:
+        assert cell.alignment.wrap_text, cell.coordinate
+        lines = math.ceil(len(str(cell.value or "")) / (width * 1.1))
+        if lines > 1:
+            assert summary.row_dimensions[cell.row].height >= 15.0 * lines, cell.coordinate
+
+
+def test_errors_of_predictions_made_from_the_measured_time_read_not_judged(realdata_dir: Path,
+                                                                           tmp_path: Path) -> None:
+    """V100 cfd: DRAM bytes are throughput x the measured duration, and transit and kerr read them.
+    Their per-kernel errors are not printed (the accuracy table leaves them out too); luo-suda,
+    which reads no time-derived input, is not marked (it predicts none of these kernels: empty cells)."""
+    files = [str(realdata_dir / f) for f in V100]
+    target = tmp_path / "review.xlsx"
+    assert main(["analyze", *files, "-m", "transit", "-m", "kerr", "-m", "luo-suda", "-o", str(target), "-q"]) == 0
+    wb = load_workbook(target)
+    summary = wb["Summary"]
+    header_row = next(row for row in summary.iter_rows(max_row=5) if row[0].value == "#")
+    position = {c.value: c.column - 1 for c in header_row}
+    rows = list(summary.iter_rows(min_row=header_row[0].row + 1, values_only=True))
+    assert len(rows) == 100
+    for model in ("transit", "kerr"):
+        assert {row[position[f"{model} error"]] for row in rows} == {"not judged"}, model
+        assert all(isinstance(row[position[f"{model} predicted (µs)"]], float) for row in rows), model
+    for row in rows:
+        predicted, error = row[position["luo-suda predicted (ns)"]], row[position["luo-suda error"]]
+        assert (error is None) if predicted is None else isinstance(error, float)
+    sheet = wb["transit"]
+    header = next(row for row in sheet.iter_rows(max_row=8) if row[0].value == "#")
+    error = next(c.column - 1 for c in header if c.value == "Error")
+    assert {row[error] for row in sheet.iter_rows(min_row=header[0].row + 1, values_only=True)} == {"not judged"}
+    report = tmp_path / "r.md"
+    assert main(["analyze", *files, "-m", "transit", "-m", "luo-suda", "-o", str(report), "-q"]) == 0
+    summary_md = report.read_text().split("## Summary")[1].split("\n## ")[0]
+    lines = [line for line in summary_md.splitlines() if line.startswith("| 1 |")]
+    cells = [c.strip() for c in lines[0].strip("|").split("|")]
+    header_md = [c.strip() for c in next(l for l in summary_md.splitlines() if l.startswith("| # |")).strip("|").split("|")]
+    assert cells[header_md.index("transit error")] == "not judged"
+    assert cells[header_md.index("luo-suda error")] == cells[header_md.index("luo-suda (ns)")] == ""
+    assert "'not judged': the model read an input derived from the measured time" in summary_md

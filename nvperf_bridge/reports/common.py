@@ -205,6 +205,21 @@ def error_fraction(analysis: Analysis, run: ModelRun) -> pd.Series:
     return (run.result["predicted_ns"] - measured) / measured
 
 
+# What a per-kernel error cell says instead of a number when the prediction read an input derived from
+# the measured time (DRAM bytes = throughput x duration): the error would score the model against a
+# time it has seen. The accuracy table and the verdict leave these kernels out (Analysis.accuracy,
+# review.verdict); the per-kernel tables say so rather than print the number.
+NOT_JUDGED = "not judged"
+NOT_JUDGED_NOTE = ("'not judged': the model read an input derived from the measured time (throughput x duration), "
+                   "so its error says nothing about its accuracy")
+
+
+def not_judged(analysis: Analysis, run: ModelRun, errors: pd.Series) -> pd.Series:
+    """Per kernel: is there an error (``errors``, from ``error_fraction``) that must not be shown
+    because the prediction read a time-derived input (``Analysis.time_derived_inputs``)?"""
+    return errors.notna() & analysis.time_derived_inputs(run).reindex(errors.index, fill_value=False)
+
+
 def constant_status_summary(run: ModelRun) -> str:
     """'3 paper, 2 default' for the Notes and section headers."""
     counts: dict[str, int] = {}

@@ -66,6 +66,8 @@ from nvperf_bridge.reports.common import (
     BOTTLENECK_COLORS,
     ERROR_BANDS,
     FORMULA_START,
+    NOT_JUDGED,
+    NOT_JUDGED_NOTE,
     constant_status_summary,
     detail_columns,
     display_names,
@@ -73,6 +75,7 @@ from nvperf_bridge.reports.common import (
     error_reasons,
     full_names,
     kernel_ids,
+    not_judged,
     ranking_times,
     shorten,
     TIME_UNITS,
@@ -267,9 +270,17 @@ def _time_column(header: str, values_ns: pd.Series, comment: str = "") -> Column
                   comment or f"times in {unit.label} (1 {unit.label} = {unit.ns:g} ns)")
 
 
-def _error_column(header: str, fractions: pd.Series) -> Column:
-    return Column(header, number_values(fractions), "number", "+0.0%;-0.0%;0.0%", 10.0,
-                  "(predicted - measured) / measured")
+def _error_column(header: str, fractions: pd.Series, hidden: pd.Series | None = None) -> Column:
+    """Signed errors as %; where ``hidden`` (``common.not_judged``) the cell says 'not judged' instead:
+    the prediction read an input derived from the measured time, as the accuracy table leaves out."""
+    values = number_values(fractions)
+    comment = "(predicted - measured) / measured"
+    if hidden is None or not hidden.any():
+        return Column(header, values, "number", "+0.0%;-0.0%;0.0%", 10.0, comment)
+    for position in np.flatnonzero(hidden.to_numpy(dtype=bool)):
+        values[position] = NOT_JUDGED
+    return Column(header, values, "number", "+0.0%;-0.0%;0.0%", 11.0, f"{comment}; {NOT_JUDGED_NOTE}",
+                  align="right")
 
 
 # ---- cells ---------------------------------------------------------------------------
@@ -428,18 +439,26 @@ def _write_table(wb: Any, sheet: TableSheet) -> tuple[Any, RawBlock]:
 
 def _wrapped_row_heights(columns: Sequence[Column]) -> dict[int, float]:
     """Row offset -> height for rows whose wrapped text needs several lines (a streamed sheet is
-    not re-measured by every spreadsheet on opening)."""
+    not re-measured by every spreadsheet on opening). Lines are counted once per distinct text:
+    the Summary repeats each group's first action on every kernel of the group."""
     heights: dict[int, float] = {}
     wrapped = [c for c in columns if c.wrap]
     if not wrapped:
         return heights
-    for r in range(len(wrapped[0].values)):
-        lines = 1
-        for column in wrapped:
-            value = column.values[r]
-            if value is not None:
-                per_line = max(8, int(column.width * 1.1))
-                lines = max(lines, sum(-(-max(1, len(part)) // per_line) for part in str(value).split("\n")))
+    counts = []
+    for column in wrapped:
+        per_line = max(8, int(column.width * 1.1))
+        known: dict[Any, int] = {None: 1}
+        lines = []
+        for value in column.values:
+            count = known.get(value)
+            if count is None:
+                count = max(1, sum(-(-max(1, len(part)) // per_line) for part in str(value).split("\n")))
+                known[value] = count
+            lines.append(count)
+        counts.append(lines)
+    for r, row in enumerate(zip(*counts)):
+        lines = max(row)
         if lines > 1:
             heights[r] = 15.0 * lines + 2
     return heights
@@ -581,8 +600,10 @@ def _summary_sheet(analysis: Analysis, order: np.ndarray, review: Review) -> Tab
     columns.append(Column("Verdict", text_values([verdict_of.get(int(g), "") for g in group]), "label", width=17.0,
                           comment="the group's bottleneck from the models within 2x of the measured time"))
     advice = text_values([advice_of.get(int(g), "") for g in group])
-    columns.append(Column("First action", advice, width=_text_width("First action", advice, cap=70, floor=14),
-                          comment="the first of the group's actions (all of them on the Kernel groups sheet)"))
+    # wrapped, as on the Kernel groups sheet: a long action runs on over lines rather than off the cell edge
+    columns.append(Column("First action", advice, width=_text_width("First action", advice, cap=60, floor=14),
+                          comment="the first of the group's actions (all of them on the Kernel groups sheet)",
+                          wrap=True))
     if "invocations" in kernels.columns and (pd.to_numeric(kernels["invocations"], errors="coerce") > 1).any():
         columns.append(Column("Invocations", number_values(kernels["invocations"]), "number", "#,##0", 11.0))
     columns.append(_time_column("Measured", summary["measured_ns"], "measured kernel duration"))
@@ -591,7 +612,8 @@ def _summary_sheet(analysis: Analysis, order: np.ndarray, review: Review) -> Tab
     for mid, run in runs.items():
         columns.append(_time_column(f"{mid} predicted", summary[f"{mid}.predicted_ns"]))
         errors.append(len(columns))
-        columns.append(_error_column(f"{mid} error", summary[f"{mid}.error_pct"] / 100.0))
+        fractions = summary[f"{mid}.error_pct"] / 100.0
+        columns.append(_error_column(f"{mid} error", fractions, not_judged(analysis, run, fractions)))
     for mid in runs:
         labels.append(len(columns))
         columns.append(Column(f"{mid} bottleneck", text_values(summary[f"{mid}.bottleneck"]), "label", width=17.0))
@@ -770,13 +792,14 @@ def _model_sheet(analysis: Analysis, run: ModelRun, title: str, order: np.ndarra
         notes.append(f"The {len(shown):,} longest of {len(order):,} kernels are listed here (the reasons to the "
                      "right count every kernel); --format json or csv has every kernel.")
     names = text_values(display_names(kernels), NAME_WIDTH)
+    errors = error_fraction(analysis, run)
     columns = [
         Column("#", [int(p) + 1 for p in range(len(shown))], "number", "0", 6.0, "rank by measured time"),
         Column("Kernel ID", text_values(kernel_ids(kernels)), width=10.0, align="center"),
         Column("Kernel", names, width=_text_width("Kernel", names, cap=NAME_WIDTH + 2, floor=16)),
         _time_column("Measured", analysis.measured_ns.iloc[shown]),
         _time_column("Predicted", result["predicted_ns"]),
-        _error_column("Error", error_fraction(analysis, run).iloc[shown]),
+        _error_column("Error", errors.iloc[shown], not_judged(analysis, run, errors).iloc[shown]),
         Column("Predicted cycles", number_values(result["predicted_cycles"]), "number", "#,##0", 13.0),
         Column("Bottleneck", text_values(result["bottleneck"]), "label", width=17.0),
     ]

@@ -35,6 +35,8 @@ from nvperf_bridge.review.build import Review, build_review
 from nvperf_bridge.review.coverage import throughput_command, uses_nvprof
 from nvperf_bridge.review.roofline import roofline_points, roofs_by_gpu
 from nvperf_bridge.reports.common import (
+    NOT_JUDGED,
+    NOT_JUDGED_NOTE,
     detail_columns,
     display_names,
     error_fraction,
@@ -44,6 +46,7 @@ from nvperf_bridge.reports.common import (
     format_percent,
     full_names,
     neutralise_formula,
+    not_judged,
     shorten,
     time_unit,
     top_kernels,
@@ -332,6 +335,7 @@ def _summary(analysis: Analysis, order: list[Any], number: dict[Any, int], short
     columns: list[pd.Series] = []
     measured = analysis.measured_ns
     has_measured = measured.notna().any()
+    judged_all = True
     if has_measured:
         unit = time_unit(measured)
         header.append(f"Measured ({unit.label})")
@@ -346,12 +350,19 @@ def _summary(analysis: Analysis, order: list[Any], number: dict[Any, int], short
         if has_measured:
             header.append(f"{escape(mid)} error")
             align.append("r")
-            columns.append(error_fraction(analysis, run).loc[order].map(lambda v: format_percent(v, signed=True)))
+            errors = error_fraction(analysis, run)
+            texts = errors.map(lambda v: format_percent(v, signed=True)).mask(not_judged(analysis, run, errors),
+                                                                              NOT_JUDGED)
+            shown = texts.loc[order]
+            judged_all = judged_all and not (shown == NOT_JUDGED).any()
+            columns.append(shown)
     rows = []
     for position, index in enumerate(order):
         rows.append([number[index], _name_cell(short.loc[index]), *(col.iloc[position] for col in columns)])
     intro = "Predicted time per kernel and model"
     intro += "; error = (predicted - measured) / measured." if has_measured else " (the input has no measured times)."
+    if not judged_all:
+        intro += f" {NOT_JUDGED_NOTE[0].upper()}{NOT_JUDGED_NOTE[1:]}."
     return "## Summary\n\n" + intro + _shown_note(analysis, len(order)) + "\n\n" + table(header, rows, align)
 
 
