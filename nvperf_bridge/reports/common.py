@@ -214,10 +214,18 @@ NOT_JUDGED_NOTE = ("'not judged': the model read an input derived from the measu
                    "so its error says nothing about its accuracy")
 
 
-def not_judged(analysis: Analysis, run: ModelRun, errors: pd.Series) -> pd.Series:
-    """Per kernel: is there an error (``errors``, from ``error_fraction``) that must not be shown
-    because the prediction read a time-derived input (``Analysis.time_derived_inputs``)?"""
-    return errors.notna() & analysis.time_derived_inputs(run).reindex(errors.index, fill_value=False)
+def time_derived_masks(analysis: Analysis) -> dict[str, pd.Series]:
+    """Per model that ran: the kernels whose prediction read an input derived from the measured time
+    (``Analysis.time_derived_inputs``), computed once for a whole report."""
+    return {mid: analysis.time_derived_inputs(run) for mid, run in analysis.ok_runs().items()}
+
+
+def not_judged(errors: pd.Series, time_derived: pd.Series | None) -> pd.Series:
+    """Per kernel: is there an error (``errors``, from ``error_fraction``) that must not be shown because
+    the prediction read a time-derived input (``time_derived``: one of ``time_derived_masks``)?"""
+    if time_derived is None:
+        return pd.Series(False, index=errors.index)
+    return errors.notna() & time_derived.reindex(errors.index, fill_value=False)
 
 
 def constant_status_summary(run: ModelRun) -> str:

@@ -78,6 +78,7 @@ from nvperf_bridge.reports.common import (
     not_judged,
     ranking_times,
     shorten,
+    time_derived_masks,
     TIME_UNITS,
     time_unit,
     top_kernels,
@@ -573,7 +574,8 @@ def _tail(analysis: Analysis, order: np.ndarray, review: Review) -> tuple[np.nda
     return order[in_top[order]], groups.table[~top]
 
 
-def _summary_sheet(analysis: Analysis, order: np.ndarray, review: Review) -> TableSheet:
+def _summary_sheet(analysis: Analysis, order: np.ndarray, review: Review,
+                   time_derived: dict[str, pd.Series]) -> TableSheet:
     order, tail = _tail(analysis, order, review)
     kernels = analysis.kernels.iloc[order]
     summary = analysis.summary().iloc[order]
@@ -613,7 +615,7 @@ def _summary_sheet(analysis: Analysis, order: np.ndarray, review: Review) -> Tab
         columns.append(_time_column(f"{mid} predicted", summary[f"{mid}.predicted_ns"]))
         errors.append(len(columns))
         fractions = summary[f"{mid}.error_pct"] / 100.0
-        columns.append(_error_column(f"{mid} error", fractions, not_judged(analysis, run, fractions)))
+        columns.append(_error_column(f"{mid} error", fractions, not_judged(fractions, time_derived.get(mid))))
     for mid in runs:
         labels.append(len(columns))
         columns.append(Column(f"{mid} bottleneck", text_values(summary[f"{mid}.bottleneck"]), "label", width=17.0))
@@ -768,7 +770,8 @@ def _accuracy_sheet(analysis: Analysis) -> TableSheet:
     return TableSheet("Accuracy", columns, notes=notes, freeze_columns=1, error_columns=(3, 4, 5))
 
 
-def _model_sheet(analysis: Analysis, run: ModelRun, title: str, order: np.ndarray) -> TableSheet:
+def _model_sheet(analysis: Analysis, run: ModelRun, title: str, order: np.ndarray,
+                 time_derived: pd.Series | None) -> TableSheet:
     notes = [f"{run.model_id} {run.version}: {run.paper}".strip()]
     if run.description:
         notes.append(run.description)
@@ -799,7 +802,7 @@ def _model_sheet(analysis: Analysis, run: ModelRun, title: str, order: np.ndarra
         Column("Kernel", names, width=_text_width("Kernel", names, cap=NAME_WIDTH + 2, floor=16)),
         _time_column("Measured", analysis.measured_ns.iloc[shown]),
         _time_column("Predicted", result["predicted_ns"]),
-        _error_column("Error", errors.iloc[shown], not_judged(analysis, run, errors).iloc[shown]),
+        _error_column("Error", errors.iloc[shown], not_judged(errors, time_derived).iloc[shown]),
         Column("Predicted cycles", number_values(result["predicted_cycles"]), "number", "#,##0", 13.0),
         Column("Bottleneck", text_values(result["bottleneck"]), "label", width=17.0),
     ]
@@ -1137,7 +1140,8 @@ def render_workbook(analysis: Analysis, figures: Sequence[Any] | None = None,
     review = build_review(analysis)
     tables.append(_write_table(wb, _groups_sheet(review)))
     step("Summary")
-    tables.append(_write_table(wb, _summary_sheet(analysis, order, review)))
+    time_derived = time_derived_masks(analysis)  # read by the Summary's and the model sheets' errors
+    tables.append(_write_table(wb, _summary_sheet(analysis, order, review, time_derived)))
     tables.append(_write_table(wb, _accuracy_sheet(analysis)))
     step("charts")
     _charts_sheet(wb, analysis)
@@ -1145,7 +1149,7 @@ def render_workbook(analysis: Analysis, figures: Sequence[Any] | None = None,
     names = _sheet_names(analysis)
     for mid, run in analysis.runs.items():
         step(f"model sheet {mid}")
-        tables.append(_write_table(wb, _model_sheet(analysis, run, names[mid], order)))
+        tables.append(_write_table(wb, _model_sheet(analysis, run, names[mid], order, time_derived.get(mid))))
     step("Inputs")
     profiles = _profiles_sheet(analysis)
     if profiles is not None:

@@ -351,8 +351,8 @@ def _summary(analysis: Analysis, order: list[Any], number: dict[Any, int], short
             header.append(f"{escape(mid)} error")
             align.append("r")
             errors = error_fraction(analysis, run)
-            texts = errors.map(lambda v: format_percent(v, signed=True)).mask(not_judged(analysis, run, errors),
-                                                                              NOT_JUDGED)
+            hidden = not_judged(errors, analysis.time_derived_inputs(run))
+            texts = errors.map(lambda v: format_percent(v, signed=True)).mask(hidden, NOT_JUDGED)
             shown = texts.loc[order]
             judged_all = judged_all and not (shown == NOT_JUDGED).any()
             columns.append(shown)
