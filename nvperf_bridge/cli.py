@@ -3,6 +3,9 @@
 Each command lives in its own module under ``nvperf_bridge.commands``; those
 modules import only typer at load time (pandas, numpy and matplotlib are
 imported inside the command bodies) so ``nvperf-bridge --help`` stays fast.
+A run of one command builds an application holding only that command (typer
+builds the parameters of every command it holds), and option values are
+converted without pydantic (``cli_params``).
 
 Errors: the library raises ``NvperfError``; here it becomes one line on
 stderr and an exit code (0 ok, 1 bad input or analysis error, 2 usage).
@@ -31,18 +34,9 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("compare", "compare", "compare_command"),
 )
 
-app = typer.Typer(
-    name="nvperf-bridge",
-    help="Read Nsight Compute / nvprof CSV and run the classic analytical GPU performance models on every kernel.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,  # plain click help: typer's rich formatter alone costs ~75 ms of start-up
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+ROOT_OPTIONS = frozenset({"--debug", "--version", "-h", "--help"})  # the root's options; none takes a value
 
 
-@app.callback(invoke_without_command=True)
 def _root(
     ctx: typer.Context,
     debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors."),
@@ -58,11 +52,59 @@ def _root(
         raise typer.Exit(0)
 
 
-for _name, _module, _function in COMMANDS:
-    _mod = importlib.import_module(f"nvperf_bridge.commands.{_module}")
-    _command = getattr(_mod, _function)
-    # a command may ask for click context settings (compare: BEFORE... --against AFTER...)
-    app.command(_name, context_settings=getattr(_command, "context_settings", None))(_command)
+def build_app(names: frozenset[str] | None = None, *, listing: bool = False) -> typer.Typer:
+    """The typer application with every command, or only ``names`` (what ``main`` runs: typer
+    builds the parameters of every command it holds, and one command needs only its own).
+    ``listing``: each command stands in without its parameters, for the root's help, the version
+    and an unknown command's message, which show only the commands' names and first lines."""
+    application = typer.Typer(
+        name="nvperf-bridge",
+        help="Read Nsight Compute / nvprof CSV and run the classic analytical GPU performance models on every "
+             "kernel.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,  # plain click help: typer's rich formatter alone costs ~75 ms of start-up
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    application.callback(invoke_without_command=True)(_root)
+    for name, module, function in COMMANDS:
+        if names is not None and name not in names:
+            continue
+        command = getattr(importlib.import_module(f"nvperf_bridge.commands.{module}"), function)
+        if listing:
+            command = _stand_in(command)
+        # a command may ask for click context settings (compare: BEFORE... --against AFTER...)
+        application.command(name, context_settings=getattr(command, "context_settings", None))(command)
+    return application
+
+
+def _stand_in(command: object) -> object:
+    """A function without parameters and with ``command``'s docstring (a listing shows its first line)."""
+
+    def stand_in() -> None:  # pragma: no cover - never run: a named command gets the real one
+        raise RuntimeError("a listing stand-in was run")
+
+    stand_in.__doc__ = command.__doc__
+    return stand_in
+
+
+def invoked_command(args: list[str]) -> str | None:
+    """The command ``args`` run (``analyze`` in ``--debug analyze x.csv``), or None for the root's
+    own help, its version, or a name that is not a command (click then lists the commands)."""
+    for arg in args:
+        if arg in ROOT_OPTIONS:
+            if arg in ("-h", "--help", "--version"):
+                return None  # eager: answered before any command runs
+            continue
+        return arg if any(arg == name for name, _, _ in COMMANDS) else None
+    return None
+
+
+def __getattr__(name: str) -> object:
+    if name == "app":  # the whole application, for tools that import it (typer's docs generator)
+        return build_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,14 +113,18 @@ def main(argv: list[str] | None = None) -> int:
     Typer runs in standalone mode, so usage errors are printed by it with
     exit code 2; our own errors and unexpected ones are turned into one line.
     """
+    from nvperf_bridge.cli_params import install as install_plain_params
     from nvperf_bridge.errors import NvperfError
     from nvperf_bridge.signals import handle_signals
 
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
+    command = invoked_command(args)
+    install_plain_params()  # option values converted without importing pydantic (cli_params)
+    application = build_app(None, listing=True) if command is None else build_app(frozenset({command}))
     try:
         with handle_signals():  # Ctrl-C / SIGTERM anywhere: temporary files removed, exit 130 / 143
-            app(args=args, prog_name="nvperf-bridge")
+            application(args=args, prog_name="nvperf-bridge")
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
