@@ -299,6 +299,21 @@ class _Cells:
         self.raw_fill = PatternFill("solid", fgColor=RAW_HEADER_FILL)
         self.header_align = Alignment(wrap_text=True, vertical="center", horizontal="center")
         self.header_border = Border(bottom=Side(style="medium", color="000000"))
+        # style arrays already registered with the workbook, by what they style: a new cell copies one
+        # (openpyxl looks each font, fill, alignment and border up again on every assignment)
+        self._styles: dict[Any, Any] = {}
+
+    def _styled(self, cell: Any, key: Any, apply: Callable[[Any], None]) -> Any:
+        """``cell`` styled by ``apply``, or with the style array of an earlier cell styled the same way."""
+        from copy import copy
+
+        known = self._styles.get(key)
+        if known is None:
+            apply(cell)
+            self._styles[key] = copy(cell._style)
+        else:
+            cell._style = copy(known)
+        return cell
 
     def cell(self, value: Any, *, bold: bool = False, italic: bool = False, size: float | None = None,
              color: str | None = None, fill: str | None = None, number_format: str | None = None,
@@ -321,12 +336,14 @@ class _Cells:
         from openpyxl.cell import WriteOnlyCell
         from openpyxl.comments import Comment
 
-        cell = WriteOnlyCell(self.ws)
-        _set_value(cell, column.header)
-        cell.font = self.header_font
-        cell.fill = self.raw_fill if column.raw else self.header_fill
-        cell.alignment = self.header_align
-        cell.border = self.header_border
+        def apply(target: Any) -> None:
+            target.font = self.header_font
+            target.fill = self.raw_fill if column.raw else self.header_fill
+            target.alignment = self.header_align
+            target.border = self.header_border
+
+        cell = self._styled(WriteOnlyCell(self.ws), ("header", column.raw), apply)
+        _set_value(cell, column.header)  # after the style: a quote prefix is this cell's own
         if column.comment:
             comment = Comment(column.comment, "nvperf-bridge")
             comment.width, comment.height = 320, 110
@@ -336,12 +353,14 @@ class _Cells:
     def template(self, column: Column) -> Any:
         from openpyxl.cell import WriteOnlyCell
 
-        cell = WriteOnlyCell(self.ws)
-        cell.number_format = column.number_format
-        # every cell top-aligned: a row made tall by wrapped text keeps its values level with it
-        cell.alignment = self._Alignment(wrap_text=column.wrap or None, vertical="top",
-                                         horizontal=column.align or None)
-        return cell
+        def apply(target: Any) -> None:
+            target.number_format = column.number_format
+            # every cell top-aligned: a row made tall by wrapped text keeps its values level with it
+            target.alignment = self._Alignment(wrap_text=column.wrap or None, vertical="top",
+                                               horizontal=column.align or None)
+
+        return self._styled(WriteOnlyCell(self.ws), ("template", column.number_format, bool(column.wrap),
+                                                     column.align or None), apply)
 
     def quoted(self) -> Any:
         from openpyxl.cell import WriteOnlyCell
