@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from nvperf_bridge import labels
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.model import column_or_nan
 
@@ -27,9 +28,10 @@ def sm_clock(kernels: pd.DataFrame, gpu: GpuProfile) -> tuple[pd.Series, pd.Seri
     use_measured = measured > 0
     hz = measured.where(use_measured, gpu.sm_clock_hz)
     source = pd.Series(
-        np.where(use_measured, "measured sm_clock_hz", f"profile sm_clock_mhz ({gpu.sm_clock_mhz:g} MHz)"),
+        labels.where(use_measured, "measured sm_clock_hz", f"profile sm_clock_mhz ({gpu.sm_clock_mhz:g} MHz)"),
         index=kernels.index,
         dtype="object",
+        copy=False,
     )
     return hz, source
 
@@ -58,9 +60,12 @@ def _cc_major(kernels: pd.DataFrame, gpu: GpuProfile) -> pd.Series:
     except ValueError:
         fallback = np.nan
     if "cc" in kernels.columns:
-        text = kernels["cc"].astype("string").str.split(".").str[0]
-        major = pd.to_numeric(text, errors="coerce").astype("float64")
-        return major.fillna(fallback)
+        # a handful of distinct compute capabilities over many rows: each one parsed once
+        codes, distinct = pd.factorize(kernels["cc"], use_na_sentinel=True)
+        text = pd.Series(distinct, dtype=object).astype("string").str.split(".").str[0]
+        majors = pd.to_numeric(text, errors="coerce").astype("float64").fillna(fallback).to_numpy()
+        major = np.append(majors, fallback)[codes]  # code -1 (missing): the fallback
+        return pd.Series(major, index=kernels.index, dtype="float64", copy=False)
     return pd.Series(fallback, index=kernels.index, dtype="float64")
 
 

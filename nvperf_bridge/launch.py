@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from nvperf_bridge import labels
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.model import column_or_nan
 from nvperf_bridge.occupancy import frame_occupancy_arrays
@@ -96,7 +97,9 @@ class LaunchGeometry:
 def compute_geometry(kernels: pd.DataFrame, gpu: GpuProfile) -> LaunchGeometry:
     """The launch geometry of every kernel of ``kernels`` on ``gpu`` (see the module docstring)."""
     index = kernels.index
-    occ = {name: pd.Series(values, index=index) for name, values in frame_occupancy_arrays(kernels, gpu).items()}
+    # the calculator's arrays are new: wrapped, not copied
+    occ = {name: pd.Series(values, index=index, copy=False)
+           for name, values in frame_occupancy_arrays(kernels, gpu).items()}
     grid = column_or_nan(kernels, "grid_blocks").where(lambda g: g > 0)
     wpb = occ["warps_per_block"]
     max_warps = float(gpu.max_warps_per_sm)
@@ -111,17 +114,16 @@ def compute_geometry(kernels: pd.DataFrame, gpu: GpuProfile) -> LaunchGeometry:
         achieved = column_or_nan(kernels, "achieved_occupancy") * max_warps
         theoretical = column_or_nan(kernels, "theoretical_occupancy") * max_warps
         n = achieved.where(achieved > 0)
-        source = pd.Series(N_FROM_ACHIEVED, index=index, dtype="object")
         use_theory = n.isna() & (theoretical > 0)
         n = n.where(~use_theory, theoretical)
-        source[use_theory] = N_FROM_THEORETICAL
         use_calc = n.isna()
         n = n.where(~use_calc, resident_warps)
-        source[use_calc] = N_FROM_CALCULATOR
         # At least the one warp that runs; never more warps than the grid gives one SM.
         n = n.clip(lower=1.0)
         n = n.where(~(n > warps_per_sm), warps_per_sm)
-        source[n.isna()] = ""
+        source = pd.Series(labels.select([n.isna(), use_calc, use_theory],
+                                         ["", N_FROM_CALCULATOR, N_FROM_THEORETICAL], N_FROM_ACHIEVED),
+                           index=index, dtype="object", copy=False)
 
         repetitions = warps_per_sm / n  # N x #Rep = warps per SM
         active_blocks = n / wpb

@@ -113,8 +113,10 @@ def column_or_nan(kernels: pd.DataFrame, name: str) -> pd.Series:
 def missing_inputs(kernels: pd.DataFrame, required: tuple[str, ...] | list[str]) -> pd.Series:
     """Per kernel, '' when every required column has a value, else the reason naming
     the missing counters and the ncu metric that collects each."""
+    from nvperf_bridge.labels import full
+
     names = list(required)
-    out = np.full(len(kernels), "", dtype=object)
+    out = full(len(kernels), "")
     if names:
         absent = np.column_stack([kernels[name].isna().to_numpy(dtype=bool) if name in kernels.columns
                                   else np.ones(len(kernels), dtype=bool) for name in names])
@@ -132,20 +134,26 @@ def missing_inputs(kernels: pd.DataFrame, required: tuple[str, ...] | list[str])
                                 dtype=object)
             messages = np.where(messages == "", "", "missing " + messages.astype(str)).astype(object)
             out = messages[np.asarray(codes).reshape(-1)]
-    return pd.Series(out, index=kernels.index, dtype="object")
+    return pd.Series(out, index=kernels.index, dtype="object", copy=False)  # a new array: no copy needed
 
 
 def empty_result(kernels: pd.DataFrame) -> pd.DataFrame:
     """A result frame with the standard columns, nothing predicted yet."""
+    from nvperf_bridge.labels import full, text_array
+
+    n = len(kernels)
+    # built from arrays, not scalars: a scalar string column is one new str per row, and pandas
+    # would copy the columns into one block only for the model to replace most of them
     return pd.DataFrame(
         {
-            "predicted_ns": np.nan,
-            "predicted_cycles": np.nan,
-            "bottleneck": "unknown",
-            "state": "",
-            "error": "",
+            "predicted_ns": np.full(n, np.nan),
+            "predicted_cycles": np.full(n, np.nan),
+            "bottleneck": text_array(full(n, "unknown")),
+            "state": text_array(full(n, "")),
+            "error": text_array(full(n, "")),
         },
         index=kernels.index,
+        copy=False,
     )
 
 
@@ -167,36 +175,65 @@ def validate_result(model_id: str, kernels: pd.DataFrame, result: Any) -> tuple[
         )
     if "predicted_ns" not in result.columns:
         raise ModelError("evaluate returned no 'predicted_ns' column", model_id=model_id)
-    result = result.copy()
+    result = result.copy(deep=False)  # copy-on-write: the model's own frame is never changed
     for name, default in (("predicted_cycles", np.nan), ("bottleneck", "unknown"), ("state", ""), ("error", "")):
         if name not in result.columns:
             result[name] = default
-    result["error"] = result["error"].fillna("").astype(str)
-    predicted = pd.to_numeric(result["predicted_ns"], errors="coerce").astype("float64")
-    bad = ~np.isfinite(predicted) | (predicted <= 0)
-    unexplained = bad & (result["error"] == "")
+    error, error_kept = _text_values(result["error"], "")
+    predicted = pd.to_numeric(result["predicted_ns"], errors="coerce").to_numpy(dtype="float64", copy=True)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(predicted) | (predicted <= 0)
+    unexplained = bad & (error == "")
     if unexplained.any():
         count = int(unexplained.sum())
         warnings.append(
             f"model {model_id}: {count} kernel(s) had a NaN, infinite, zero or negative prediction without a reason; marked as errors"
         )
-        result.loc[unexplained, "error"] = "model returned no valid prediction (NaN, infinite or <= 0) and gave no reason"
-    predicted[bad] = np.nan
-    result["predicted_ns"] = predicted
-    has_error = result["error"] != ""
-    result.loc[has_error, "predicted_ns"] = np.nan
-    labels = result["bottleneck"].fillna("unknown").astype(str)
-    off_vocabulary = ~labels.isin(BOTTLENECKS)
+        error, error_kept = error.copy(), False
+        error[unexplained] = "model returned no valid prediction (NaN, infinite or <= 0) and gave no reason"
+    if not error_kept:
+        result["error"] = _text_series(error, result.index)
+    has_error = error != ""
+    predicted[bad | has_error] = np.nan
+    result["predicted_ns"] = pd.Series(predicted, index=result.index, copy=False)
+    labels, labels_kept = _text_values(result["bottleneck"], "unknown")
+    off_vocabulary = ~pd.Series(labels, copy=False).isin(BOTTLENECKS).to_numpy()
     if off_vocabulary.any():
         warnings.append(
             f"model {model_id}: bottleneck labels outside the shared vocabulary "
             f"({', '.join(sorted(set(labels[off_vocabulary])))}) were replaced by 'unknown'"
         )
-        labels[off_vocabulary] = "unknown"
-    labels[has_error] = "unknown"
-    result["bottleneck"] = labels
-    result["state"] = result["state"].fillna("").astype(str)
+    replace = off_vocabulary | has_error
+    if replace.any():
+        labels, labels_kept = labels.copy(), False
+        labels[replace] = "unknown"
+    if not labels_kept:
+        result["bottleneck"] = _text_series(labels, result.index)
+    state, state_kept = _text_values(result["state"], "")
+    if not state_kept:
+        result["state"] = _text_series(state, result.index)
     return result, warnings
+
+
+def _text_values(column: pd.Series, fill: str) -> tuple[np.ndarray, bool]:
+    """What ``column.fillna(fill).astype(str)`` holds, as an object array of str, and whether the
+    column is that already (string dtype, nothing missing).
+
+    The array may be the column's own memory: read it, never write it. One pass checks that every
+    value is a str (none missing), where fillna + astype would be a pass each."""
+    from nvperf_bridge.labels import text_dtype
+
+    values = column.to_numpy(dtype=object)
+    if len(values) and pd.api.types.infer_dtype(values, skipna=False) == "string":
+        return values, column.dtype == text_dtype()
+    return np.asarray(column.fillna(fill).astype(str), dtype=object), False
+
+
+def _text_series(values: np.ndarray, index: pd.Index) -> pd.Series:
+    """Object values (all str) as a Series of pandas' string dtype (a copy)."""
+    from nvperf_bridge.labels import text_array
+
+    return pd.Series(text_array(values), index=index, copy=False)
 
 
 # ---- model options (``--option MODEL.KEY=VALUE``) ------------------------------

@@ -193,6 +193,8 @@ def occupancy_arrays(
     """:func:`occupancy` as one numpy array per column (no DataFrame: for callers on the hot path)."""
     import numpy as np
 
+    from nvperf_bridge.labels import full as full_text, select as select_text
+
     n = len(index) if index is not None else max(
         (len(v) for v in (block_threads, registers_per_thread, shared_mem_per_block_bytes, shared_mem_config_bytes)
          if v is not None and not np.isscalar(v)), default=1)
@@ -242,7 +244,7 @@ def occupancy_arrays(
         by_smem = np.where(smem_alloc == 0, np.inf, by_smem)
 
         # --- launches the hardware refuses ---
-        reason = np.full(n, "", dtype=object)
+        reason = full_text(n, "")
         optin = L.max_shared_mem_per_block_optin_bytes
         checks = (  # (what is too large, its values, the message template), first failing check wins
             (threads > L.max_threads_per_block, threads,
@@ -280,12 +282,10 @@ def occupancy_arrays(
     every = np.where(invalid, LIMIT_INVALID, every)
     unknown = np.isnan(blocks)
     limiter, every = np.where(unknown, "", limiter), np.where(unknown, "", every)
-    missing = np.full(n, "", dtype=object)
     no_regs, no_smem = np.isnan(regs), np.isnan(smem)
-    missing[no_regs & ~no_smem] = "registers_per_thread"
-    missing[no_smem & ~no_regs] = "shared_mem_per_block_bytes"
-    missing[no_regs & no_smem] = "registers_per_thread, shared_mem_per_block_bytes"
-    missing[~valid_shape] = "block_threads"
+    missing = select_text([~valid_shape, no_regs & no_smem, no_regs, no_smem],
+                          ["block_threads", "registers_per_thread, shared_mem_per_block_bytes",
+                           "registers_per_thread", "shared_mem_per_block_bytes"], "")
     return {
         "warps_per_block": wpb, "blocks_limit_warps": by_warps, "blocks_limit_registers": by_regs,
         "blocks_limit_shared_mem": by_smem, "blocks_limit_blocks": by_blocks,
