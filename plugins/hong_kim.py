@@ -127,7 +127,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from nvperf_bridge import launch
+from nvperf_bridge import labels, launch
 from nvperf_bridge.counters import global_sectors, requested_sectors, sm_clock
 from nvperf_bridge.errors import ModelError
 from nvperf_bridge.gpu import GpuProfile
@@ -296,7 +296,7 @@ class HongKimModel:
             hit_rate = column_or_nan(kernels, "l2_hit_rate")
             if cache_aware:
                 needed["l2_hit_rate"] = hit_rate.where(~(requests == 0), 0.0)
-            error = missing_inputs(pd.DataFrame(needed, index=index), list(needed))
+            error = missing_inputs(pd.DataFrame(needed, index=index, copy=False), list(needed))
 
             # --- per-thread counts (Table 1 rows 13-18) ---
             Total_insts = column_or_nan(kernels, "inst_executed") / total_warps  # #Total_insts, barriers included
@@ -311,7 +311,8 @@ class HongKimModel:
             # more for 8/16-byte words (the threads' requested bytes / 32) where the efficiency is known
             wide = (requested_sectors(kernels, ld_sectors, st_sectors) / requests).where(requests > 0)
             coalesced_per_mw = np.maximum(c, wide.fillna(c))
-            coalesced_source = np.where(wide > c, "requested bytes (wide words)", "profile coalesced_sectors_per_request")
+            coalesced_source = labels.where(wide > c, "requested bytes (wide words)",
+                                            "profile coalesced_sectors_per_request")
             if U > c:
                 span = (U - coalesced_per_mw).clip(lower=1e-9)
                 uncoal_fraction = ((transactions_per_mw - coalesced_per_mw) / span).clip(lower=0.0, upper=1.0)
@@ -415,31 +416,26 @@ class HongKimModel:
         # --- what limits MWP (Eq. 5) ---
         bw_limited = MWP_peak_BW <= np.minimum(MWP_Without_BW_full, N)
         n_limited = ~bw_limited & (N <= MWP_Without_BW_full)
-        MWP_limit = pd.Series(
-            np.select([bw_limited, n_limited], ["bandwidth (MWP_peak_BW)", "active warps (N)"],
-                      default="departure delay (MWP_Without_BW)"),
-            index=index, dtype="object",
-        )
+        MWP_limit = labels.select([bw_limited, n_limited], ["bandwidth (MWP_peak_BW)", "active warps (N)"],
+                                  default="departure delay (MWP_Without_BW)")
 
         # --- the paper's case and the shared vocabulary ---
         is_23_memory = is_23 & cwp_ge_mwp & ~cwp_eq_mwp
         is_23_balanced = is_23 & cwp_eq_mwp
         is_23_compute = is_23 & ~cwp_ge_mwp
-        state = np.select(
-            [~has_memory, is_22, is_23_memory, is_23_balanced, is_23_compute, is_24],
-            [STATE_NO_MEMORY, STATE_EQ22, STATE_MWP_LT_CWP, STATE_MWP_EQ_CWP, STATE_COMP_GT_MEM, STATE_MWP_GT_CWP],
-            default="",
-        )
-        bottleneck = np.select(
-            [~has_memory, is_22, is_23_memory & bw_limited, is_23_memory, is_23_balanced, is_23_compute | is_24],
-            ["compute", "parallelism", "memory-bandwidth", "memory-latency", "balanced", "compute"],
+        # text columns as codes into a few labels (nvperf_bridge.labels), never a string built per kernel
+        states = [STATE_NO_MEMORY, STATE_EQ22, STATE_MWP_LT_CWP, STATE_MWP_EQ_CWP, STATE_COMP_GT_MEM, STATE_MWP_GT_CWP, ""]
+        state_code = labels.choice_codes([~has_memory, is_22, is_23_memory, is_23_balanced, is_23_compute, is_24])
+        bottleneck = labels.select(
+            [Synch_cost >= Exec_cycles_app, ~has_memory, is_22, is_23_memory & bw_limited, is_23_memory,
+             is_23_balanced, is_23_compute | is_24],
+            ["synchronization", "compute", "parallelism", "memory-bandwidth", "memory-latency", "balanced", "compute"],
             default="unknown",
         )
-        bottleneck = np.where(Synch_cost >= Exec_cycles_app, "synchronization", bottleneck)
-        equation = np.select([is_22, is_23, is_24], ["22", "23", "24"], default="24 (no memory period)")
+        equation = labels.select([is_22, is_23, is_24], ["22", "23", "24"], default="24 (no memory period)")
 
         # --- kernels the model cannot handle get a reason ---
-        error = error.copy()
+        error = error.to_numpy(dtype=object, copy=True)
         no_reason = error == ""
         checks = [
             (~(blocks > 0) | ~(column_or_nan(kernels, "block_threads") > 0),
@@ -451,24 +447,26 @@ class HongKimModel:
              "no finite positive prediction from these counters"),
         ]
         for bad, reason in checks:
-            take = no_reason & bad
+            take = no_reason & np.asarray(bad, dtype=bool)
             error[take] = reason
             no_reason &= ~take
 
         result = empty_result(kernels)
-        ok = error == ""
+        ok = no_reason  # every kernel given a reason above is out
+        text = lambda values: pd.Series(values, index=index, dtype="object", copy=False)  # noqa: E731
         result["predicted_cycles"] = Exec_cycles_with_synch.where(ok)
         result["predicted_ns"] = predicted_ns.where(ok)
-        result["bottleneck"] = pd.Series(bottleneck, index=index, dtype="object").where(ok, "unknown")
-        state = pd.Series(state, index=index, dtype="object")
-        state[~synch_known] = state[~synch_known] + STATE_SUFFIX_NO_SYNCH
-        result["state"] = state.where(ok, "")
-        result["error"] = error
+        result["bottleneck"] = text(labels.where(ok, bottleneck, "unknown"))
+        # the state, with the no-barrier-count suffix where inst_barrier was not collected
+        state_code = state_code + len(states) * ~synch_known.to_numpy(dtype=bool)
+        state = labels.take([*states, *(label + STATE_SUFFIX_NO_SYNCH for label in states)], state_code)
+        result["state"] = text(labels.where(ok, state, ""))
+        result["error"] = text(error)
         details: dict[str, Any] = {
-            "equation": pd.Series(equation, index=index, dtype="object").where(ok, ""),
+            "equation": text(labels.where(ok, equation, "")),
             "MWP": MWP,
             "CWP": CWP,
-            "MWP_limit": MWP_limit.where(ok, ""),
+            "MWP_limit": text(labels.where(ok, MWP_limit, "")),
             "N": N,
             "N_source": N_source,
             "Mem_L": Mem_L,
@@ -497,13 +495,12 @@ class HongKimModel:
             "Uncoal_Mem_insts": Uncoal_Mem_insts,
             "Coal_Mem_insts": Coal_Mem_insts,
             "Synch_insts": Synch_insts.where(synch_known),
-            "Synch_source": pd.Series(np.where(synch_known, "inst_barrier", SYNCH_NOT_COLLECTED), index=index,
-                                      dtype="object"),
+            "Synch_source": text(labels.where(synch_known, "inst_barrier", SYNCH_NOT_COLLECTED)),
             "Weight_uncoal": Weight_uncoal,
             "Weight_coal": Weight_coal,
             "transactions_per_mw": transactions_per_mw,
             "coalesced_per_mw": coalesced_per_mw,
-            "coalesced_source": pd.Series(coalesced_source, index=index, dtype="object"),
+            "coalesced_source": text(coalesced_source),
             "sectors_source": sectors_source,
             "Load_bytes_per_warp": Load_bytes_per_warp,
             "memory_inputs": memory_label,
@@ -512,9 +509,8 @@ class HongKimModel:
             "shared_memory": shared_memory,
             "Issue_comp_cycles": Issue_comp_cycles,
             "Shared_cycles": Shared_cycles,
-            "comp_limit": pd.Series(np.where((shared_memory == "pipe") & (Shared_cycles > Issue_comp_cycles),
-                                             "shared-memory wavefronts (extension)", "issue (Eq. 19)"),
-                                    index=index, dtype="object"),
+            "comp_limit": text(labels.where((shared_memory == "pipe") & (Shared_cycles > Issue_comp_cycles),
+                                            "shared-memory wavefronts (extension)", "issue (Eq. 19)")),
             "clock_hz": freq,
             "clock_source": clock_source,
         }
