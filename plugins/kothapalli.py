@@ -98,7 +98,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from nvperf_bridge import launch
+from nvperf_bridge import labels, launch
 from nvperf_bridge.counters import global_sectors, sm_clock
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
@@ -227,7 +227,7 @@ class KothapalliModel:
                 global_ld_sectors=g_ld_sectors, global_st_sectors=g_st_sectors,
                 shared_ld_wavefronts=s_ld_wave, shared_st_wavefronts=s_st_wave,
             )
-            error = missing_inputs(pd.DataFrame(needed, index=index), list(needed))
+            error = missing_inputs(pd.DataFrame(needed, index=index, copy=False), list(needed))
 
             # --- per-thread counts ---
             global_accesses = (g_ld + g_st) / total_warps
@@ -276,16 +276,18 @@ class KothapalliModel:
         balanced = (larger > 0) & (smaller >= BALANCED_RATIO * larger)
         memory_bound = ~balanced & (N_memory > N_comp)
         shared_dominant = N_memory_shared > N_memory_global
-        bottleneck = np.select([balanced, memory_bound], ["balanced", "memory-latency"], default="compute")
+        # text columns as codes into a few labels (nvperf_bridge.labels), never a string built per kernel
+        bottleneck = labels.select([balanced, memory_bound], ["balanced", "memory-latency"], default="compute")
         model_label = "MAX" if prediction == "max" else "SUM"
-        memory_state = np.where(
-            shared_dominant, "N_memory > N_comp (shared-memory bank conflicts)", "N_memory > N_comp (global memory latency)"
+        state = labels.select(
+            [balanced, memory_bound & shared_dominant, memory_bound],
+            [f"{model_label}: {text}" for text in ("N_comp ~ N_memory", "N_memory > N_comp (shared-memory bank conflicts)",
+                                                    "N_memory > N_comp (global memory latency)")],
+            default=f"{model_label}: N_comp > N_memory",
         )
-        state = np.where(balanced, "N_comp ~ N_memory", np.where(memory_bound, memory_state, "N_comp > N_memory"))
-        state = pd.Series(np.char.add(f"{model_label}: ", state.astype(str)), index=index, dtype="object")
 
         # --- kernels the model cannot handle get a reason ---
-        error = error.copy()
+        error = error.to_numpy(dtype=object, copy=True)
         no_reason = error == ""
         checks = [
             (~(blocks > 0) | ~(column_or_nan(kernels, "block_threads") > 0),
@@ -296,17 +298,18 @@ class KothapalliModel:
             (~np.isfinite(chosen_ns) | ~(chosen_ns > 0), "no finite positive prediction from these counters"),
         ]
         for bad, reason in checks:
-            take = no_reason & bad
+            take = no_reason & np.asarray(bad, dtype=bool)
             error[take] = reason
             no_reason &= ~take
 
         result = empty_result(kernels)
-        ok = error == ""
+        ok = no_reason  # every kernel given a reason above is out
+        text = lambda values: pd.Series(values, index=index, dtype="object", copy=False)  # noqa: E731
         result["predicted_cycles"] = chosen_cycles.where(ok)
         result["predicted_ns"] = chosen_ns.where(ok)
-        result["bottleneck"] = pd.Series(bottleneck, index=index, dtype="object").where(ok, "unknown")
-        result["state"] = state.where(ok, "")
-        result["error"] = error
+        result["bottleneck"] = text(labels.where(ok, bottleneck, "unknown"))
+        result["state"] = text(labels.where(ok, state, ""))
+        result["error"] = text(error)
         details: dict[str, Any] = {
             "prediction": model_label,
             "T_max_ns": T_max_ns,
