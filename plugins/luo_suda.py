@@ -143,6 +143,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from nvperf_bridge import labels
 from nvperf_bridge.columns import describe_missing
 from nvperf_bridge.counters import global_sectors, sm_clock
 from nvperf_bridge.gpu import GpuProfile
@@ -325,8 +326,7 @@ class LuoSudaModel:
         smem_known = shared_ld.notna() | shared_st.notna()
         # Not collected: shared instructions stay inside I_comp (costed as computation), and the output says so.
         I_smem = (shared_ld.fillna(0.0) + shared_st.fillna(0.0)) / warps
-        I_smem_source = pd.Series(np.where(smem_known, "inst_shared_ld + inst_shared_st", SMEM_NOT_COLLECTED),
-                                  index=kernels.index, dtype="object")
+        I_smem_source = labels.where(smem_known, "inst_shared_ld + inst_shared_st", SMEM_NOT_COLLECTED)
         I_comp = np.maximum(I_total - I_gmem - I_smem, 0.0)
 
         cost_c = I_comp * k["cost_comp"] + I_smem * k["cost_shared"]  # computation cost per warp (Table 1)
@@ -361,18 +361,21 @@ class LuoSudaModel:
         cycles = Rep * T_round
 
         # ---- errors ---------------------------------------------------------------
-        error = missing_inputs(kernels, self.requires.required)
-        ok = error == ""
-        no_work = ok & ~(I_total > 0)
-        error[no_work] = "inst_executed is zero: no instructions to time"
-        no_n = (error == "") & ~(N_act > 0)
-        error[no_n] = ("no active warps per SM: " + describe_missing(["achieved_occupancy"])
-                       + " and the launch shape gives no resource limit")
-        inconsistent = (error == "") & (requests > 0) & ~(sectors > 0)
-        error[inconsistent] = "global memory requests with zero transactions (global_ld_sectors + global_st_sectors = 0)"
-        bad = (error == "") & ~(np.isfinite(cycles) & (cycles > 0))
-        error[bad] = "Luo-Suda gave no finite positive time for these inputs"
-        good = error == ""
+        error = missing_inputs(kernels, self.requires.required).to_numpy(dtype=object, copy=True)
+        good = error == ""  # kept up to date as reasons are given, first reason wins
+        checks = [
+            (~(I_total > 0), "inst_executed is zero: no instructions to time"),
+            (~(N_act > 0), "no active warps per SM: " + describe_missing(["achieved_occupancy"])
+             + " and the launch shape gives no resource limit"),
+            ((requests > 0) & ~(sectors > 0),
+             "global memory requests with zero transactions (global_ld_sectors + global_st_sectors = 0)"),
+            (~(np.isfinite(cycles) & (cycles > 0)), "Luo-Suda gave no finite positive time for these inputs"),
+        ]
+        for failed, reason in checks:
+            take = good & np.asarray(failed, dtype=bool)
+            error[take] = reason
+            good &= ~take
+        error = pd.Series(error, index=kernels.index, dtype="object", copy=False)
 
         # ---- labels -----------------------------------------------------------------
         steady_used = K > 1.0
@@ -381,13 +384,15 @@ class LuoSudaModel:
         T_c = pd.Series(np.where(steady_used, steady["T_c"], first["T_c"]), index=kernels.index)
         stall = (T_p + T_c) > 0
         at_limit = N_act >= gpu.max_warps_per_sm - 1e-9
-        bottleneck = np.select(
+        # text columns as codes into a few labels (nvperf_bridge.labels), never a string built per kernel
+        bottleneck = labels.select(
             [~stall, MPD < N_act, ~at_limit],
             ["compute", "memory-bandwidth", "parallelism"],
             default="memory-latency",
         )
-        result["bottleneck"] = np.where(good, bottleneck, "unknown")
-        result["state"] = np.where(good, kind.map(PERIOD_TYPE_LABELS).fillna(""), "")
+        result["bottleneck"] = labels.where(good, bottleneck, "unknown")
+        period_labels = [PERIOD_TYPE_LABELS.get(code, "") for code in range(max(PERIOD_TYPE_LABELS) + 1)]
+        result["state"] = labels.where(good, labels.take(period_labels, kind), "")
         result["predicted_cycles"] = cycles.where(good)
         result["predicted_ns"] = (cycles / clock_hz * 1e9).where(good)
         result["error"] = error
