@@ -118,6 +118,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from nvperf_bridge import labels
 from nvperf_bridge.columns import describe_missing
 from nvperf_bridge.counters import dram_bytes
 from nvperf_bridge.gpu import GpuProfile
@@ -137,6 +138,8 @@ DRAM_TRANSACTION_BYTES = 32.0  # nvprof dram_read/write_transactions and ncu dra
 CAPACITY_TOLERANCE = 0.02
 PRECISIONS = ("auto", "sp", "dp")
 
+# Section 2.4 labels, in the order ``equilibrium`` tests them (the last where neither side is flat).
+BOUNDS = ("capacity bound", "memory bound", "computation bound", "thread bound")
 # Section 2.4 bound -> shared bottleneck vocabulary (see the module docstring for why).
 BOUND_TO_BOTTLENECK: dict[str, str] = {
     "thread bound": "parallelism",
@@ -185,12 +188,9 @@ def equilibrium(n: Any, w: Any, R: Any, delta: Any, M: Any, CS_peak: Any, tolera
     x = n - k
     f_flat = X >= X_mem * (1.0 - tolerance)
     g_flat = X >= X_cs * (1.0 - tolerance)
-    bound = np.select(
-        [f_flat & g_flat, f_flat, g_flat],
-        ["capacity bound", "memory bound", "computation bound"],
-        default="thread bound",
-    )
-    return {"k": k, "x": x, "r": r, "X": X, "bound": bound}
+    # the Section 2.4 label as a code into BOUNDS (nvperf_bridge.labels: no string built per kernel)
+    bound_code = labels.choice_codes([f_flat & g_flat, f_flat, g_flat])
+    return {"k": k, "x": x, "r": r, "X": X, "bound": labels.take(BOUNDS, bound_code), "bound_code": bound_code}
 
 
 def f_supply(k: Any, R: float, delta: float) -> np.ndarray:
@@ -288,9 +288,8 @@ class TransitModel:
         issued = column_or_nan(kernels, "inst_issued")
         executed = column_or_nan(kernels, "inst_executed")
         instructions = issued.where(issued.notna(), executed)
-        Z_source = pd.Series("inst_issued", index=kernels.index, dtype="object")
-        Z_source[issued.isna() & executed.notna()] = "inst_executed (inst_issued not collected)"
-        Z_source[instructions.isna()] = ""
+        Z_source = labels.select([instructions.isna(), issued.isna() & executed.notna()],
+                                 ["", "inst_executed (inst_issued not collected)"], "inst_issued")
         dram = dram_bytes(kernels)
         with np.errstate(divide="ignore", invalid="ignore"):
             w = (dram / instructions).to_numpy()  # bytes per warp instruction = 1 / Z
@@ -311,28 +310,30 @@ class TransitModel:
         seconds = instructions / (pd.Series(eq["X"], index=kernels.index) * sms)
 
         # ---- errors -------------------------------------------------------------------
-        error = missing_inputs(kernels, ("grid_blocks", "block_threads"))
-        no_inst = (error == "") & instructions.isna()
-        error[no_inst] = describe_missing(["inst_issued", "inst_executed"]) + " (Z needs instructions issued)"
-        no_dram = (error == "") & dram.isna()
-        error[no_dram] = describe_missing(["dram_bytes"]) + " (Z needs DRAM read + write traffic)"
-        zero = (error == "") & ~(instructions > 0)
-        error[zero] = "no instructions issued: nothing to time"
-        no_n = (error == "") & ~(n > 0)
-        error[no_n] = "no resident threads per SM (n): " + describe_missing(["achieved_occupancy"])
         # checked after the unit conversions: a finite time in seconds can still overflow in ns
         with np.errstate(over="ignore"):
             ns, cycles = seconds * 1e9, seconds * gpu.sm_clock_hz
-        bad = (error == "") & ~(np.isfinite(ns) & np.isfinite(cycles) & (seconds > 0))
-        error[bad] = "Transit gave no finite positive time for these inputs"
-        good = error == ""
+        error = missing_inputs(kernels, ("grid_blocks", "block_threads")).to_numpy(dtype=object, copy=True)
+        good = error == ""  # kept up to date as reasons are given, first reason wins
+        checks = [
+            (instructions.isna(), describe_missing(["inst_issued", "inst_executed"]) + " (Z needs instructions issued)"),
+            (dram.isna(), describe_missing(["dram_bytes"]) + " (Z needs DRAM read + write traffic)"),
+            (~(instructions > 0), "no instructions issued: nothing to time"),
+            (~(n > 0), "no resident threads per SM (n): " + describe_missing(["achieved_occupancy"])),
+            (~(np.isfinite(ns) & np.isfinite(cycles) & (seconds > 0)),
+             "Transit gave no finite positive time for these inputs"),
+        ]
+        for failed, reason in checks:
+            take = good & np.asarray(failed, dtype=bool)
+            error[take] = reason
+            good &= ~take
 
-        bound = pd.Series(eq["bound"], index=kernels.index)
         result["predicted_ns"] = ns.where(good)
         result["predicted_cycles"] = cycles.where(good)
-        result["state"] = bound.where(good, "")
-        result["bottleneck"] = bound.map(BOUND_TO_BOTTLENECK).where(good, "unknown")
-        result["error"] = error
+        result["state"] = labels.where(good, eq["bound"], "")
+        result["bottleneck"] = labels.where(
+            good, labels.take([BOUND_TO_BOTTLENECK[bound] for bound in BOUNDS], eq["bound_code"]), "unknown")
+        result["error"] = pd.Series(error, index=kernels.index, dtype="object", copy=False)
 
         flops = flop_sp.fillna(0.0) + flop_dp.fillna(0.0)
         have_flops = flop_sp.notna() | flop_dp.notna()
@@ -342,7 +343,7 @@ class TransitModel:
             "pi_GBps": g_demand(machine["M"], np.nan_to_num(w, nan=0.0, posinf=np.nan), machine["M"], machine["CS_peak"]) / 1e9,
             "MS_GBps": eq["r"] / 1e9, "CS_Ginst_per_s": eq["X"] / 1e9,
             "PCT_gflops": (flops / seconds / 1e9).where(have_flops & good),
-            "precision": np.where(dp, "dp", "sp"), "active_SMs": sms, "n_source": n_source, "Z_source": Z_source,
+            "precision": labels.where(dp, "dp", "sp"), "active_SMs": sms, "n_source": n_source, "Z_source": Z_source,
         }
         for name, column in details.items():
             values_ = np.asarray(column)
