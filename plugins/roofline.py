@@ -81,6 +81,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from nvperf_bridge import labels
 from nvperf_bridge.columns import describe_missing
 from nvperf_bridge.counters import dram_bytes
 from nvperf_bridge.gpu import GpuProfile
@@ -151,9 +152,6 @@ def ncu_rule_labels(kernels: pd.DataFrame, gpu: GpuProfile) -> tuple[pd.Series, 
     mem_total = column_or_nan(kernels, "sol_memory_fraction") * 100.0
     mem_dram = column_or_nan(kernels, "sol_dram_fraction") * 100.0
     mem = mem_total.where(mem_total.notna(), mem_dram)
-    source = pd.Series("", index=kernels.index, dtype="object")
-    source[mem_total.notna()] = "sol_memory_fraction"
-    source[mem_total.isna() & mem_dram.notna()] = "sol_dram_fraction (the rule reads Memory Throughput; DRAM stands in)"
     waves = waves_per_sm(kernels, gpu)
     low = (sm < NCU_NO_BOUND_THRESHOLD) & (mem < NCU_NO_BOUND_THRESHOLD)
     latency = low & (sm < NCU_LATENCY_BOUND_THRESHOLD) & (mem < NCU_LATENCY_BOUND_THRESHOLD)
@@ -175,11 +173,14 @@ def ncu_rule_labels(kernels: pd.DataFrame, gpu: GpuProfile) -> tuple[pd.Series, 
         "Balanced Throughput",
         "High Throughput (compute)",
     ]
-    labels = np.select(conditions, choices, default="High Throughput (memory)")
     have = sm.notna() & mem.notna()
-    label = pd.Series(np.where(have, labels, ""), index=kernels.index, dtype="object")
-    source[~have] = ""
-    return label, source
+    # text as codes into a few labels (nvperf_bridge.labels), never a string built per kernel
+    label = labels.select([~have, *conditions], ["", *choices], default="High Throughput (memory)")
+    source = labels.select(
+        [~have, mem_total.notna(), mem_total.isna() & mem_dram.notna()],
+        ["", "sol_memory_fraction", "sol_dram_fraction (the rule reads Memory Throughput; DRAM stands in)"], "")
+    return (pd.Series(label, index=kernels.index, dtype="object", copy=False),
+            pd.Series(source, index=kernels.index, dtype="object", copy=False))
 
 
 class RooflineModel:
@@ -225,7 +226,9 @@ class RooflineModel:
         t_compute_s = pd.Series(0.0, index=kernels.index)
         flops = pd.Series(0.0, index=kernels.index)
         any_flop_count = pd.Series(False, index=kernels.index)
-        notes = pd.Series("", index=kernels.index, dtype="object")
+        # notes as bits (one per note, in the order they read), rendered once per distinct combination
+        note_bits = np.zeros(len(kernels), dtype=np.intp)
+        note_texts: list[str] = []
         for column, profile_field in PRECISIONS:
             counted = column_or_nan(kernels, column)
             present = counted.notna()
@@ -233,14 +236,16 @@ class RooflineModel:
             counted = counted.fillna(0.0)
             peak = _peak_flop_per_s(gpu, column)
             if peak is None or peak <= 0:
-                uses = counted > 0
-                notes[uses] = notes[uses] + f"; {column} left out of t_compute: GPU profile has no {profile_field}"
+                uses = (counted > 0).to_numpy()
+                note_bits |= uses << len(note_texts)
+                note_texts.append(f"; {column} left out of t_compute: GPU profile has no {profile_field}")
                 continue
             t_compute_s += counted / (peak * flop_fraction)
             flops += counted
         for column, _ in PRECISIONS:  # a precision not collected beside one that was: say it counted as 0
-            absent = any_flop_count & column_or_nan(kernels, column).isna()
-            notes[absent] = notes[absent] + f"; {column} not collected (counted as 0 in t_compute)"
+            absent = (any_flop_count & column_or_nan(kernels, column).isna()).to_numpy()
+            note_bits |= absent << len(note_texts)
+            note_texts.append(f"; {column} not collected (counted as 0 in t_compute)")
         t_compute_ns = (t_compute_s * 1e9).where(any_flop_count)
         bytes_ = dram_bytes(kernels)
         t_memory_ns = bytes_ / bandwidth * 1e9
@@ -251,33 +256,35 @@ class RooflineModel:
         neither = ~any_flop_count & t_memory_ns.isna()
 
         predicted = np.fmax(t_compute_ns, t_memory_ns)  # R3 (fmax ignores the missing roof)
-        result["predicted_ns"] = predicted
 
         ratio = t_compute_ns / t_memory_ns  # = AI / ridge point
         balanced = both & (ratio <= tolerance) & (ratio >= 1.0 / tolerance)
         compute = both & ~balanced & (t_compute_ns > t_memory_ns)
         memory = both & ~balanced & ~compute
-        result.loc[compute, "bottleneck"] = "compute"
-        result.loc[memory, "bottleneck"] = "memory-bandwidth"
-        result.loc[balanced, "bottleneck"] = "balanced"
-        state = pd.Series("", index=kernels.index, dtype="object")
-        state[compute] = "compute-bound (AI above the ridge point)"
-        state[memory] = "memory-bound (AI below the ridge point)"
-        state[balanced] = f"at the ridge point (AI within x{tolerance:g} of it)"
-        state[memory_only] = "memory-only lower bound (no FLOP counts: flop_sp/flop_dp/flop_hp not collected)"
-        state[compute_only] = "compute-only lower bound (no DRAM bytes: dram_bytes not collected)"
-        result["state"] = (state + notes).str.lstrip("; ")
-
         # errors: nothing to bound with, or a zero bound (no FLOPs and no DRAM traffic)
-        error = pd.Series("", index=kernels.index, dtype="object")
-        error[neither] = describe_missing(["dram_bytes", "flop_sp"]) + " (the roofline needs DRAM bytes or FLOP counts)"
         zero = ~neither & ~(predicted > 0)
-        error[zero] = "zero FLOPs counted and zero DRAM bytes moved: the roofline gives no bound for this kernel"
-        result["error"] = error
-        failed = error != ""
-        result.loc[failed, "predicted_ns"] = np.nan
-        result.loc[failed, "bottleneck"] = "unknown"
-        result.loc[failed, "state"] = ""
+        error = labels.select(
+            [neither, zero],
+            [describe_missing(["dram_bytes", "flop_sp"]) + " (the roofline needs DRAM bytes or FLOP counts)",
+             "zero FLOPs counted and zero DRAM bytes moved: the roofline gives no bound for this kernel"], "")
+        failed = (neither | zero).to_numpy()
+        result["predicted_ns"] = predicted.where(~failed)
+        result["bottleneck"] = labels.select([failed, balanced, memory, compute],
+                                             ["unknown", "balanced", "memory-bandwidth", "compute"], "unknown")
+        # the state and its notes: one text per distinct (state, notes) pair (nvperf_bridge.labels.render)
+        states = ["", "compute-only lower bound (no DRAM bytes: dram_bytes not collected)",
+                  "memory-only lower bound (no FLOP counts: flop_sp/flop_dp/flop_hp not collected)",
+                  f"at the ridge point (AI within x{tolerance:g} of it)",
+                  "memory-bound (AI below the ridge point)", "compute-bound (AI above the ridge point)"]
+        state_code = labels.choice_codes([failed, compute_only, memory_only, balanced, memory, compute])
+        state_code = np.where(state_code == len(states), 0, state_code)  # none of them: ""
+        notes_of = lambda bits: "".join(t for i, t in enumerate(note_texts) if bits >> i & 1)  # noqa: E731
+        width = 1 << len(note_texts)
+        result["state"] = pd.Series(
+            labels.render(state_code * width + np.where(failed, 0, note_bits),
+                          lambda code: (states[code // width] + notes_of(code % width)).lstrip("; ")),
+            index=kernels.index, dtype="object", copy=False)
+        result["error"] = pd.Series(error, index=kernels.index, dtype="object", copy=False)
 
         # details (R1, R2)
         with np.errstate(divide="ignore", invalid="ignore"):
