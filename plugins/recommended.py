@@ -67,6 +67,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from nvperf_bridge import labels
 from nvperf_bridge.counters import NVPROF_RAW_INPUTS
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
@@ -201,7 +202,7 @@ def term_table(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any
             "atomic": atomic_transactions(kernels) / clock * 1e9,
             "latency": executed / warps * waves / clock * 1e9,
             "memlat": requests / warps * waves / clock * 1e9,
-        }, index=kernels.index)
+        }, index=kernels.index, copy=False)  # new columns: not copied into one block
     from nvperf_bridge.builtin_plugins.transit import MODEL as TRANSIT
 
     transit = TRANSIT.evaluate(kernels, stock_transit_profile(gpu), dict((options or {}).get("transit_options", {})))
@@ -317,18 +318,26 @@ class RecommendedModel:
         # Transit is blended in where it predicts; elsewhere the bound model stands alone
         predicted, scaled = combine(terms, values)
         bounds = scaled[list(BOUND_TERMS)]
-        dominant = bounds.idxmax(axis=1).where(bounds.max(axis=1) > 0, "overhead")
-        label = dominant.map(TERM_BOTTLENECK).astype("object")
-        bound_model = values["overhead_ns"] + bounds.max(axis=1)
-        overhead_bound = values["overhead_ns"] > 0.5 * bound_model
-        label[overhead_bound] = "parallelism"
-        label = label.fillna("unknown")
-        blended = scaled["transit"].notna() & (scaled["transit"] > 0)
-        state = "dominant term: " + dominant.where(~overhead_bound, "launch overhead")
-        state[blended] = state[blended] + f"; blended with Transit (weight {values['w_transit']:.2f})"
+        # text columns as codes into a few labels (nvperf_bridge.labels), never a string built per kernel:
+        # the dominant term's position (idxmax: NaN never wins, the first of equal terms does), len(BOUND_TERMS)
+        # for "overhead" where no term is positive, one more for "launch overhead" in the state
+        largest = bounds.max(axis=1)
+        values_2d = bounds.to_numpy(dtype="float64")
+        dominant_code = np.where(largest > 0, np.argmax(np.where(np.isnan(values_2d), -np.inf, values_2d), axis=1),
+                                 len(BOUND_TERMS))
+        term_names = [*BOUND_TERMS, "overhead", "launch overhead"]
+        dominant = labels.take(term_names, dominant_code)
+        bound_model = values["overhead_ns"] + largest
+        overhead_bound = (values["overhead_ns"] > 0.5 * bound_model).to_numpy()
+        label = labels.where(overhead_bound, "parallelism",
+                             labels.take([TERM_BOTTLENECK.get(name, "unknown") for name in term_names], dominant_code))
+        blended = (scaled["transit"].notna() & (scaled["transit"] > 0)).to_numpy()
+        blend_note = f"; blended with Transit (weight {values['w_transit']:.2f})"
         extrapolated = self._extrapolated(gpu)
-        if extrapolated:
-            state = state + "; " + extrapolated
+        state_code = 2 * np.where(overhead_bound, len(term_names) - 1, dominant_code) + blended
+        state = pd.Series(labels.render(state_code, lambda code: (
+            "dominant term: " + term_names[code // 2] + (blend_note if code % 2 else "")
+            + ("; " + extrapolated if extrapolated else ""))), index=kernels.index, dtype="object", copy=False)
         factors = per_kernel_factors(gpu)
         if factors:
             from nvperf_bridge.calibration import apply_kernel_factors
@@ -341,12 +350,12 @@ class RecommendedModel:
             result["kernel_factor"] = factor.where(scaled_note)
         result["predicted_ns"] = predicted.where(ok)
         result["predicted_cycles"] = (predicted * gpu.sm_clock_hz / 1e9).where(ok)
-        result["bottleneck"] = label.where(ok, "unknown")
+        result["bottleneck"] = labels.where(ok, label, "unknown")
         result["state"] = state.where(ok, "")
         result["error"] = reasons
         for name in TERMS:
             result[f"T_{name}_ns"] = scaled[name].where(ok)
-        result["dominant_term"] = dominant.where(ok, "")
+        result["dominant_term"] = labels.where(ok, dominant, "")
         result["estimate"] = "recommended estimate (beyond the papers)"
         return result
 
