@@ -89,6 +89,23 @@ rotation and clusters use all kernels' counters (unsupervised, no times:
 transductive, not a leak of the target). Kernels without a measured time are
 predicted by the model fitted on all timed kernels.
 
+Cross-GPU form (option ``cross_gpu``, ``nvperf-bridge fit kerr FILES... --cross-gpu``; Sec.
+5.1 "Machine Parameters", Table 2, 6.1, 6.2, 6.5 "GPU Modeling"): one model over runs from
+several GPUs. Each GPU is described by Table 2's parameters read from its profile (the sourced
+datasheet: clock, SMs as cores, issue width, threads per SM, warp size, memory controllers,
+bandwidth per controller, L2; ``kerr_machines``), never from a run. A second normalised PCA
+runs over the training GPUs (each GPU one observation, as the paper's over its processors;
+log of the parameters in the power form), varimax-rotated, at most q components with
+G >= 2 (q + 1) GPUs; their scores enter the regression as linear terms MC1..MCq beside the
+application components (the paper gives no order for them; with a handful of GPUs a line is
+all they support). ``form: auto`` keeps the form with the lower leave-one-GPU-out MAPE and
+``loo_mape`` is leave-one-GPU-out. POCS C2 per kernel: within 2 sd of the mean log time of the
+same workload (kernel name and launch shape, ``kerr_machines.workload_keys``) on the other GPUs,
+as Sec. 6.5 states, where it ran on at least two; else the single-GPU form's range. The fitted
+model predicts any GPU with a profile; a parameter missing from that profile takes the training
+GPUs' mean (EXTENSION, said in the kernel's state). The single-GPU form stays the default and
+refuses training rows from several GPUs, naming this option.
+
 Bottleneck: the paper gives no bottleneck rule. Here it is read through the
 loadings: per kernel, the elasticity of predicted time to each counter group,
 d log t / d log x summed over the group's counters (chain rule through the
@@ -114,8 +131,10 @@ import pandas as pd
 from nvperf_bridge.errors import ModelError
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
+from nvperf_bridge.builtin_plugins import kerr_machines
 from nvperf_bridge.model import (
     Requirements,
+    bool_option,
     choice_option,
     column_or_nan,
     empty_result,
@@ -227,6 +246,17 @@ class Distinct:
     def each(n: int) -> "Distinct":
         """Every row its own distinct row."""
         return Distinct(np.arange(n), np.arange(n), np.ones(n))
+
+
+@dataclass(frozen=True)
+class Machines:
+    """The cross-GPU form's training GPUs: ``table`` (one row of Table 2's parameters per GPU,
+    ``kerr_machines.machine_table``), ``codes`` (each training row's GPU: a row of ``table``) and
+    ``keys`` (each training row's workload, ``kerr_machines.workload_keys``)."""
+
+    table: pd.DataFrame
+    codes: np.ndarray
+    keys: np.ndarray
 
 
 _HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio (Fibonacci hashing), odd
@@ -353,6 +383,40 @@ def varimax(loadings: np.ndarray, max_iter: int = 500, tol: float = 1e-10) -> np
             break
         criterion = s.sum()
     return rotation
+
+
+def principal_components(z: np.ndarray, n: int, counts: np.ndarray | None, variance: float,
+                         max_components: int) -> dict[str, Any]:
+    """Sec. 6.1 on standardised rows ``z``: eigen-decomposition of the correlation matrix, the fewest
+    components explaining >= ``variance`` (at most ``max_components``), varimax-rotated, each
+    rotated component signed so its largest loading is positive and ordered by its sum of squared
+    loadings. ``n``: the number of observations (``counts`` per row when rows stand for several).
+    Returns eigenvalues, explained ratios, m, loadings, rotation, rotated loadings and the score
+    weights (z @ weights: rotated standardised scores, uncorrelated, unit variance)."""
+    corr = ((z if counts is None else z * counts[:, None]).T @ z) / (n - 1)
+    eigenvalues, eigenvectors = np.linalg.eigh(corr)
+    order = np.argsort(eigenvalues)[::-1]
+    eigenvalues = np.clip(eigenvalues[order], 0.0, None)
+    eigenvectors = eigenvectors[:, order]
+    explained = eigenvalues / eigenvalues.sum()
+    m = int(np.searchsorted(np.cumsum(explained), variance - 1e-12) + 1)
+    m = max(1, min(m, z.shape[1], max_components))
+    vectors = eigenvectors[:, :m]
+    loadings = vectors * np.sqrt(eigenvalues[:m])  # factor loadings (the paper's Figures 3 and 5)
+
+    # Sec. 6.1: varimax rotation; sign and order the rotated components for readability
+    rotation = varimax(loadings)
+    rotated = loadings @ rotation
+    signs = np.sign(rotated[np.abs(rotated).argmax(axis=0), np.arange(m)])
+    signs[signs == 0] = 1.0
+    rotation = rotation * signs
+    rotated = rotated * signs
+    order_rc = np.argsort((rotated**2).sum(axis=0))[::-1]
+    rotation = rotation[:, order_rc]
+    rotated = rotated[:, order_rc]
+    weights = vectors / np.sqrt(np.where(eigenvalues[:m] > 0, eigenvalues[:m], 1.0)) @ rotation
+    return {"eigenvalues": eigenvalues, "explained": explained, "m": m, "loadings": loadings,
+            "rotation": rotation, "rotated": rotated, "weights": weights}
 
 
 def _silhouette(points: np.ndarray, labels: np.ndarray) -> float:
@@ -566,6 +630,7 @@ def _options(options: Mapping[str, Any]) -> dict[str, Any]:
                                         positive=True),
         "max_clusters": int(number_option(options, "max_clusters", DEFAULT_MAX_CLUSTERS, MODEL_ID, positive=True)),
         "seed": int(number_option(options, "seed", DEFAULT_SEED, MODEL_ID)),
+        "cross_gpu": bool_option(options, "cross_gpu", False, MODEL_ID),
     }
 
 
@@ -576,7 +641,8 @@ def _timed(kernels: pd.DataFrame) -> pd.Series:
 
 def _fit_arrays(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: float,
                 opts: dict[str, Any], with_clusters: bool = True,
-                rows: Distinct | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+                rows: Distinct | None = None,
+                machines: Machines | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The fit itself on training rows; returns the JSON dict and arrays the LOO path reuses.
 
     ``with_clusters=False`` leaves ``data["clusters"]`` to ``_add_clusters`` (speed only: the
@@ -584,7 +650,9 @@ def _fit_arrays(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: f
     ``rows``: ``table`` and ``t_ns`` hold distinct kernels, row i standing for ``rows.counts[i]``
     identical ones (``distinct_rows``). Every statistic is then weighted by the counts, which is
     exactly the fit on the repeated rows (means, the correlation matrix and least squares are
-    sums over kernels), equal to rounding (speed only)."""
+    sums over kernels), equal to rounding (speed only).
+    ``machines``: the cross-GPU form (``Machines``): a second PCA over the training GPUs'
+    parameters (Sec. 6.1/6.2) whose components enter the regression as linear terms."""
     counts = None if rows is None or rows.all_single else rows.counts
     n = len(t_ns) if rows is None else rows.n
     features, dropped = _select_features(table, opts["feature_transform"], counts)
@@ -602,34 +670,19 @@ def _fit_arrays(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: f
     z = np.subtract(x, mean, out=x)  # Sec. 6.1: normalised (zero mean, unit variance); in place: x is not reused
     z /= scale
 
-    # Sec. 6.1: PCA of the correlation matrix, keep >= variance of the total
-    corr = ((z if counts is None else z * counts[:, None]).T @ z) / (n - 1)
-    eigenvalues, eigenvectors = np.linalg.eigh(corr)
-    order = np.argsort(eigenvalues)[::-1]
-    eigenvalues = np.clip(eigenvalues[order], 0.0, None)
-    eigenvectors = eigenvectors[:, order]
-    explained = eigenvalues / eigenvalues.sum()
-    m = int(np.searchsorted(np.cumsum(explained), opts["variance"] - 1e-12) + 1)
-    m = max(1, min(m, len(features), n // 2 - 1))
-    vectors = eigenvectors[:, :m]
-    loadings = vectors * np.sqrt(eigenvalues[:m])  # factor loadings (the paper's Figure 5)
-
-    # Sec. 6.1: varimax rotation; sign and order the rotated components for readability
-    rotation = varimax(loadings)
-    rotated = loadings @ rotation
-    signs = np.sign(rotated[np.abs(rotated).argmax(axis=0), np.arange(m)])
-    signs[signs == 0] = 1.0
-    rotation = rotation * signs
-    rotated = rotated * signs
-    order_rc = np.argsort((rotated**2).sum(axis=0))[::-1]
-    rotation = rotation[:, order_rc]
-    rotated = rotated[:, order_rc]
-    weights = vectors / np.sqrt(np.where(eigenvalues[:m] > 0, eigenvalues[:m], 1.0)) @ rotation
+    pca = principal_components(z, n, counts, opts["variance"], n // 2 - 1)
+    eigenvalues, explained, m = pca["eigenvalues"], pca["explained"], pca["m"]
+    loadings, rotation, rotated, weights = pca["loadings"], pca["rotation"], pca["rotated"], pca["weights"]
     scores = z @ weights  # rotated standardised scores: uncorrelated, unit variance
 
     # Sec. 6.5: polynomial regression of time on the components
     degree = _choose_degree(n, m, opts["max_degree"])
     design = _design(scores, degree)
+    machine_part: dict[str, Any] | None = None
+    if machines is not None:  # Sec. 6.2 + 6.5: the machine components beside the application ones
+        machine_part, per_gpu = kerr_machines.fit_machines(
+            machines.table, "log" if opts["target"] == "log" else "none", opts["variance"], principal_components)
+        design = np.hstack([design, per_gpu[machines.codes]])
     y = _to_target(t_ns, opts["target"])
     # relative least squares on a linear target (rows scaled by 1/t): every kernel's error counts
     # in proportion, not the longest kernels' nanoseconds; the log target is relative already
@@ -673,7 +726,8 @@ def _fit_arrays(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: f
             "target": opts["target"],
             "weighting": opts["weighting"] if opts["target"] == "linear" else "none",
             "degree": degree,
-            "terms": _term_names(m, degree),
+            "terms": _term_names(m, degree) + [f"MC{j + 1}" for j in range(machine_part["n_components"] if machine_part
+                                                                            else 0)],
             "coefficients": coefficients.tolist(),
             "r2": (1.0 - ss_res / ss_tot) if ss_tot > 0 else None,
         },
@@ -685,6 +739,11 @@ def _fit_arrays(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: f
             "duration_ns_max": float(t_ns.max()),
         },
     }
+    if machine_part is not None:
+        data["machine"] = machine_part
+        data["gpu"] = "several"
+        data["pocs"]["per_workload"] = kerr_machines.workload_statistics(
+            machines.keys, np.log(t_ns), np.ones(len(t_ns)) if counts is None else counts)
     # left singular vectors per kernel: a row standing for c kernels is sqrt(c) times each one's
     left = u[:, :rank] if counts is None else u[:, :rank] / np.sqrt(counts)[:, None]
     arrays = {"scores": scores, "design": design, "y": y, "fitted": fitted, "row_weight": row_weight, "raw": raw,
@@ -707,18 +766,21 @@ def _add_clusters(data: dict[str, Any], arrays: dict[str, np.ndarray], opts: dic
 
 def _fit_selected(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced: float,
                   opts: dict[str, Any], groups: np.ndarray | None = None,
-                  rows: Distinct | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+                  rows: Distinct | None = None,
+                  machines: Machines | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """``_fit_arrays`` with the form fixed, or (form auto) both forms, keeping the lower
     leave-one-group-out MAPE (``groups``: one label per row, the kernel name; ``rows``: the rows
-    are distinct kernels with counts, see ``_fit_arrays``)."""
+    are distinct kernels with counts, see ``_fit_arrays``; ``machines``: the cross-GPU form, whose
+    groups are the GPUs: the form kept has the lower leave-one-GPU-out MAPE)."""
     if opts["form"] != "auto":
-        data, arrays = _fit_arrays(table, t_ns, gpu_id, coalesced, opts, rows=rows)
+        data, arrays = _fit_arrays(table, t_ns, gpu_id, coalesced, opts, rows=rows, machines=machines)
         data["form"] = opts["form"]
         return data, arrays
     candidates: dict[str, tuple[float, dict[str, Any], dict[str, np.ndarray]]] = {}
     for form, settings in FORMS.items():
-        data, arrays = _fit_arrays(table, t_ns, gpu_id, coalesced, {**opts, **settings}, with_clusters=False, rows=rows)
-        arrays["loo"] = _loo(arrays, data, t_ns, groups, rows)  # kept: the caller's leave-one-out reuses it
+        data, arrays = _fit_arrays(table, t_ns, gpu_id, coalesced, {**opts, **settings}, with_clusters=False, rows=rows,
+                                   machines=machines)
+        arrays["loo"] = _loo(arrays, data, t_ns, groups, rows, machines)  # kept: the caller's leave-one-out reuses it
         loo_ns = arrays["loo"][1]
         mape = _mape(loo_ns, t_ns, rows)
         candidates[form] = (mape if mape is not None else float("inf"), data, arrays)
@@ -798,7 +860,8 @@ def held_out_residuals(u: np.ndarray, e: np.ndarray, groups: np.ndarray | None,
 
 
 def _loo(arrays: dict[str, np.ndarray], data: dict[str, Any], t_ns: np.ndarray,
-         groups: np.ndarray | None = None, rows: Distinct | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+         groups: np.ndarray | None = None, rows: Distinct | None = None,
+         machines: Machines | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact leave-one-group-out for the (weighted) regression; leave-one-out POCS sets.
 
     Regression: ``held_out_residuals`` in the weighted problem (rows scaled by w_i;
@@ -816,8 +879,26 @@ def _loo(arrays: dict[str, np.ndarray], data: dict[str, Any], t_ns: np.ndarray,
     y_loo = y - held / w
     raw_ns = _from_target(y_loo, data["regression"]["target"])
     floor_fraction = data["pocs"]["floor_ns"] / float(t_ns.min())
-    projected = pocs(raw_ns, *_loo_bounds(t_ns, data["pocs"]["sigma"], floor_fraction, groups, counts))
+    bounds = _loo_bounds(t_ns, data["pocs"]["sigma"], floor_fraction, groups, counts)
+    if machines is not None:  # groups are the GPUs: the same workload's times on the other GPUs (Sec. 6.5)
+        bounds = _workload_bounds(bounds, t_ns, counts, machines, data["pocs"]["sigma"])
+    projected = pocs(raw_ns, *bounds)
     return raw_ns, projected, leverage
+
+
+def _workload_bounds(bounds: tuple[np.ndarray, np.ndarray, np.ndarray], t_ns: np.ndarray,
+                     counts: np.ndarray | None, machines: Machines,
+                     sigma: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """POCS C2 of the cross-GPU form, leaving each row's GPU out: within ``sigma`` sd of the same
+    workload's log times on the other GPUs where it ran on at least two others, else ``bounds``
+    (the other GPUs' whole range, as the single-GPU form)."""
+    workload = pd.factorize(pd.Series(machines.keys, dtype="object"))[0]
+    logs = np.log(t_ns)
+    centre = float(logs.mean())
+    low, high, _ = kerr_machines.other_machine_bounds(logs - centre, np.ones(len(t_ns)) if counts is None else counts,
+                                                      workload, machines.codes, sigma)
+    found = np.isfinite(low)
+    return bounds[0], np.where(found, low * np.exp(centre), bounds[1]), np.where(found, high * np.exp(centre), bounds[2])
 
 
 def _loo_bounds(t_ns: np.ndarray, sigma: float, floor_fraction: float,
@@ -885,23 +966,42 @@ def fit(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> d
     coalesced = float(gpu.get("coalesced_sectors_per_request", DEFAULT_COALESCED_SECTORS))
     timed = _timed(kernels)
     train = kernels[timed]
-    _one_gpu(train)
     t_all = column_or_nan(train, "duration_ns").to_numpy()
-    rows, table, t_ns, groups = _training_rows(train, coalesced, t_all)
-    data, arrays = _fit_selected(table, t_ns, gpu.id, coalesced, opts, groups, rows)
+    machines: Machines | None = None
+    if not opts["cross_gpu"]:
+        _one_gpu(train)
+        rows, table, t_ns, groups = _training_rows(train, coalesced, t_all)
+    else:  # Sec. 6.5 "GPU Modeling": one model over several GPUs, their parameters as a second PCA
+        codes, labels = pd.factorize(pd.Series(kerr_machines.device_labels(train), dtype="object"))
+        profiles = _row_profiles(list(labels), gpu, options)
+        rows, table, t_ns, _ = _training_rows(train, coalesced, t_all, extra=[codes.astype(np.float64)])
+        machines = Machines(kerr_machines.machine_table(profiles), codes[rows.first],
+                            kerr_machines.workload_keys(train)[rows.first])
+        groups = machines.codes  # leave one GPU out: the form is chosen on GPUs it did not see
+    data, arrays = _fit_selected(table, t_ns, gpu.id, coalesced, opts, groups, rows, machines)
+    if machines is not None:
+        data["machine"]["profiles"] = {label: profile.id for label, profile in profiles.items()}
     if rows.n >= 3:
-        _, loo_ns, _ = _loo(arrays, data, t_ns, groups, rows)
-        data["loo_mape"] = _mape(loo_ns, t_ns, rows)
+        _, loo_ns, _ = _loo(arrays, data, t_ns, groups, rows, machines)
+        data["loo_mape"] = _mape(loo_ns, t_ns, rows)  # cross-GPU: leave-one-GPU-out
     return data
 
 
-def _training_rows(train: pd.DataFrame, coalesced: float,
-                   t_ns: np.ndarray) -> tuple[Distinct, pd.DataFrame, np.ndarray, np.ndarray]:
+def _row_profiles(labels: list[str], gpu: GpuProfile, options: Mapping[str, Any]) -> dict[str, GpuProfile]:
+    """Each device label's GPU profile: ``options["gpus"]`` (device -> profile, as the fit and
+    analyze commands choose them per device) where it names the device, else ``gpu``."""
+    chosen = options.get("gpus") or {}
+    return {label: chosen.get(label, gpu) for label in labels}
+
+
+def _training_rows(train: pd.DataFrame, coalesced: float, t_ns: np.ndarray,
+                   extra: list[np.ndarray] | tuple[()] = ()) -> tuple[Distinct, pd.DataFrame, np.ndarray, np.ndarray]:
     """The timed kernels as distinct rows: (rows, their feature table, times, leave-out group labels).
 
     Kernels merge when their name, time and every counter a feature reads are equal, so each
     distinct row has one feature vector and lies in one leave-out group (name and launch shape,
-    ``_kernel_groups``); the feature table is then built for the distinct rows only (speed only)."""
+    ``_kernel_groups``); the feature table is then built for the distinct rows only (speed only).
+    ``extra``: more per-row values that must be equal too (the GPU of the cross-GPU form)."""
     keys = _group_keys(train)
     if not keys or len(train) < 2:  # every launch its own group: nothing to merge
         return Distinct.each(len(train)), feature_table(train, coalesced), t_ns, _kernel_groups(train)
@@ -910,7 +1010,7 @@ def _training_rows(train: pd.DataFrame, coalesced: float,
     # every column as the feature table and the groups read it (numeric conversion, as column_or_nan)
     numeric = [train[c].to_numpy() if train[c].dtype == np.float64 else column_or_nan(train, c).to_numpy()
                for c in dict.fromkeys(sources + keys[1:])]
-    rows = distinct_rows([names, t_ns, *numeric])
+    rows = distinct_rows([names, t_ns, *extra, *numeric])
     if rows.all_single:
         return rows, feature_table(train, coalesced), t_ns, _kernel_groups(train)
     sub = train[list(dict.fromkeys(keys + sources))].iloc[rows.first]
@@ -918,9 +1018,9 @@ def _training_rows(train: pd.DataFrame, coalesced: float,
 
 
 def _one_gpu(train: pd.DataFrame) -> None:
-    """Refuse training rows from several GPUs: the regression maps one machine's counters to its
-    times (the paper fits per processor; its cross-machine step needs machine characteristics,
-    which this implementation does not model), so mixing GPUs gives ratios no GPU has."""
+    """Refuse training rows from several GPUs in the single-GPU form: its regression maps one
+    machine's counters to its times, so mixing GPUs gives ratios no GPU has. The cross-GPU form
+    (option ``cross_gpu``, ``fit kerr --cross-gpu``) models the machines (Sec. 6.2, 6.5)."""
     if "device" not in train.columns:
         return
     devices = sorted({str(d) for d in train["device"].dropna()})
@@ -929,7 +1029,8 @@ def _one_gpu(train: pd.DataFrame) -> None:
         raise ModelError(
             f"the training kernels come from {len(devices)} GPUs ({shown}); a Kerr model maps one GPU's "
             "counters to its times",
-            hint="fit one model per GPU: pass only that GPU's files to 'nvperf-bridge fit kerr'",
+            hint="fit one cross-GPU model with GPU parameters as a second PCA (Kerr et al. Sec. 6.5): "
+                 "'nvperf-bridge fit kerr FILES... --cross-gpu'; or one model per GPU: pass only that GPU's files",
         )
 
 
@@ -952,8 +1053,10 @@ def _check_model_data(data: Any) -> dict[str, Any]:
 
 
 def _predict_core(data: dict[str, Any], table: pd.DataFrame,
-                  fitted: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
-    """Scores, clusters, raw regression (target space) and elasticities for the given feature rows.
+                  fitted: dict[str, np.ndarray] | None = None,
+                  machine_scores: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Scores, clusters, raw regression (target space) and elasticities for the given feature rows
+    (``machine_scores``: the cross-GPU form's machine component scores of each row's GPU).
 
     ``fitted``: the fit's own arrays when ``table`` holds exactly its training rows (the
     leave-one-out path): their raw features, scores, cluster labels and fitted values are the
@@ -971,7 +1074,10 @@ def _predict_core(data: dict[str, Any], table: pd.DataFrame,
         z = (x - np.asarray(data["mean"])) / scale
         scores = z @ weights
         labels = _assign(scores, np.asarray(data["clusters"]["centers"]))
-        y = _design(scores, degree) @ coefficients
+        design = _design(scores, degree)
+        y = design @ coefficients[:design.shape[1]]
+        if machine_scores is not None:  # the machine terms follow the application terms (MC1..)
+            y = y + machine_scores @ coefficients[design.shape[1]:]
     # d y / d RC_j = sum_d d b_jd RC_j^(d-1)
     m = scores.shape[1]
     slope = np.zeros_like(scores)
@@ -1023,9 +1129,11 @@ def _per_distinct(keys: pd.DataFrame, build: Callable[[pd.DataFrame], pd.Series]
 
 
 def predict(kernels: pd.DataFrame, data: Mapping[str, Any], mode: str = "trained model", *,
-            fill: bool = True, table: pd.DataFrame | None = None) -> pd.DataFrame:
+            fill: bool = True, table: pd.DataFrame | None = None, gpu: GpuProfile | None = None,
+            gpus: Mapping[str, GpuProfile] | None = None) -> pd.DataFrame:
     """Predict every kernel from a fitted dict (errors for kernels missing a feature's counters).
-    ``table``: ``feature_table(kernels, ...)`` when the caller has it already."""
+    ``table``: ``feature_table(kernels, ...)`` when the caller has it already. A cross-GPU model
+    reads each kernel's GPU parameters from ``gpus`` (device -> profile) or ``gpu``."""
     data = _check_model_data(data)
     result = empty_result(kernels)
     coalesced = float(data.get("coalesced_sectors_per_request", DEFAULT_COALESCED_SECTORS))
@@ -1036,17 +1144,51 @@ def predict(kernels: pd.DataFrame, data: Mapping[str, Any], mode: str = "trained
     values = table[data["features"]].to_numpy(dtype="float64")
     bad_values = ~np.isfinite(_transform(values, data["transforms"])).all(axis=1)
     reasons[(reasons == "") & bad_values] = f"a counter used as a Kerr feature is negative, not finite or beyond {FEATURE_LIMIT:g}"
+    machine = _machine_inputs(kernels, data, gpu, gpus) if "machine" in data else None
+    if machine is not None:
+        reasons[(reasons == "") & (machine[1] != "")] = machine[1]
     ok = (reasons == "").to_numpy()
     if fill:
-        _fill(result, kernels.index[ok], data, table[ok], mode)
+        if machine is None:
+            _fill(result, kernels.index[ok], data, table[ok], mode)
+        else:
+            _fill(result, kernels.index[ok], data, table[ok], mode, bounds=tuple(b[ok] for b in machine[2]),
+                  machine=(machine[0][ok], machine[3][0][ok], machine[3][1][ok]))
     result.loc[~ok, "error"] = reasons[~ok]
     return result
 
 
+def _machine_inputs(kernels: pd.DataFrame, data: Mapping[str, Any], gpu: GpuProfile | None,
+                    gpus: Mapping[str, GpuProfile] | None) -> tuple[np.ndarray, pd.Series, tuple, np.ndarray]:
+    """The cross-GPU form's per-kernel inputs: (machine scores, '' or why the GPU cannot be scored,
+    POCS bounds (floor, low, high): the kernel's workload on the training GPUs where it ran on at
+    least two runs (Sec. 6.5), else the training range; (GPU parameters outside the training
+    GPUs' range, parameters the GPU's profile lacks))."""
+    codes, labels = pd.factorize(pd.Series(kerr_machines.device_labels(kernels), dtype="object"))
+    profiles: dict[str, GpuProfile | None] = {label: (gpus or {}).get(label, gpu) for label in labels}
+    known = {label: p for label, p in profiles.items() if p is not None}
+    table = kerr_machines.machine_table(known).reindex(list(labels))
+    scores, imputed, outside = kerr_machines.machine_scores(data["machine"], table)
+    why = pd.Series("", index=table.index, dtype="object")
+    for label, profile in profiles.items():
+        if profile is None:
+            why[label] = "no GPU profile for this device: pass --gpu or a profile for it"
+    reasons = pd.Series(why.to_numpy(dtype=object)[codes], index=kernels.index, dtype="object")
+    p = data["pocs"]
+    n = len(kernels)
+    low, high = kerr_machines.workload_bounds(p.get("per_workload") or {}, kerr_machines.workload_keys(kernels),
+                                              p["sigma"], np.full(n, p["low_ns"]), np.full(n, p["high_ns"]))
+    return scores[codes], reasons, (np.full(n, p["floor_ns"]), low, high), \
+        (outside[codes], imputed.to_numpy(dtype=object)[codes])
+
+
 def _fill(result: pd.DataFrame, rows: pd.Index, data: dict[str, Any], table: pd.DataFrame, mode: str,
           override_ns: np.ndarray | None = None, bounds: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-          fitted: dict[str, np.ndarray] | None = None, inverse: np.ndarray | None = None) -> None:
+          fitted: dict[str, np.ndarray] | None = None, inverse: np.ndarray | None = None,
+          machine: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
     """Write predictions and details for ``rows`` (``override_ns``/``bounds``: the LOO values;
+    ``machine``: the cross-GPU form's machine scores, GPU parameters outside the training range and
+    the parameters its profile lacks;
     ``fitted``: the fit's arrays when ``rows`` are its training rows, see ``_predict_core``;
     ``inverse``: ``table`` and the LOO values hold distinct rows, ``rows[i]`` is row
     ``inverse[i]``: everything is computed once per distinct row (speed only))."""
@@ -1055,7 +1197,7 @@ def _fill(result: pd.DataFrame, rows: pd.Index, data: dict[str, Any], table: pd.
     # the rows as a boolean mask (in index order, as ``rows`` is): one lookup instead of one per column
     at = np.zeros(len(result), dtype=bool)
     at[result.index.get_indexer(rows)] = True
-    core = _predict_core(data, table, fitted)
+    core = _predict_core(data, table, fitted, None if machine is None else machine[0])
     raw_ns = _from_target(core["y"], data["regression"]["target"]) if override_ns is None else override_ns
     if bounds is None:
         p = data["pocs"]
@@ -1093,6 +1235,16 @@ def _fill(result: pd.DataFrame, rows: pd.Index, data: dict[str, Any], table: pd.
         columns[f"RC{j + 1}"] = per_kernel(scores[:, j])
     for group in sums.columns:
         columns[f"elasticity_{group}"] = per_kernel(sums[group].to_numpy())
+    if machine is not None:
+        for j in range(machine[0].shape[1]):
+            columns[f"MC{j + 1}"] = per_kernel(machine[0][:, j])
+        columns["gpu_parameters_outside_training_range"] = per_kernel(machine[1])
+        lacking = per_kernel(machine[2]) != ""
+        if lacking.any():
+            state = np.asarray(columns["state"], dtype=object).copy()
+            state[lacking] = state[lacking] + "; not in the GPU profile, the training GPUs' mean used: " + \
+                per_kernel(machine[2])[lacking]
+            columns["state"] = state
     _write_columns(result, at, columns)
 
 
@@ -1130,6 +1282,7 @@ class KerrModel:
         optional=("duration_ns", *SOURCE_COLUMNS),
     )
     constants = ()
+    fit_options = ("cross_gpu",)  # 'nvperf-bridge fit kerr --cross-gpu'
 
     def fit(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> dict[str, Any]:
         """Fit on the kernels with measured duration_ns; returns the JSON-serialisable model."""
@@ -1138,6 +1291,8 @@ class KerrModel:
     def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
         data = options.get("model_data")
         if data is not None:
+            if isinstance(data, Mapping) and "machine" in data:  # the cross-GPU form: any GPU with a profile
+                return predict(kernels, data, gpu=gpu, gpus=options.get("gpus"))
             result = predict(kernels, data)
             fitted_on = data.get("gpu") if isinstance(data, Mapping) else None
             if fitted_on and fitted_on != gpu.id and not str(fitted_on).startswith(f"{gpu.id}-"):
@@ -1149,7 +1304,9 @@ class KerrModel:
                         result.loc[ok, column] = np.nan
                 result.loc[ok, "error"] = (f"the Kerr model was fitted on GPU {fitted_on}, these kernels ran on "
                                            f"{gpu.id}: its counters-to-time map does not transfer between GPUs; fit "
-                                           f"one on this GPU's runs (nvperf-bridge fit kerr FILES --gpu {gpu.id})")
+                                           f"one on this GPU's runs (nvperf-bridge fit kerr FILES --gpu {gpu.id}), "
+                                           "or a cross-GPU model on runs from several GPUs (fit kerr FILES... "
+                                           "--cross-gpu)")
             return result
         return self._leave_one_out(kernels, gpu, options)
 

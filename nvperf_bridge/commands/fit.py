@@ -22,6 +22,7 @@ def fit_command(
     gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU profile id or YAML file (default: matched from the device name)."),
     force: bool = typer.Option(False, "--force", help="Overwrite the output file if it exists."),
     folds: int = typer.Option(5, "--folds", help="k of the cross-validation by application (each input file / metrics+trace pair one application); 0 skips it."),
+    cross_gpu: bool = typer.Option(False, "--cross-gpu", help="kerr: one model over runs from several GPUs, with each GPU's datasheet parameters as a second PCA (Kerr et al. Sec. 6.5); it then predicts GPUs it never saw."),
     plugin: Optional[List[str]] = typer.Option(None, "--plugin", help="Also load a model plugin from this .py file."),
     profile_dir: Optional[List[Path]] = typer.Option(None, "--profile-dir", help="Also look for GPU profiles in this folder."),
 ) -> None:
@@ -37,14 +38,20 @@ def fit_command(
     for problem in registry.problems:
         typer.echo(f"nvperf-bridge: warning: {problem}", err=True)
     model = _fittable_model(registry, model_id)
+    if cross_gpu and "cross_gpu" not in getattr(model, "fit_options", ()):
+        from nvperf_bridge.errors import UsageError
+
+        raise UsageError(f"model {model_id!r} has no cross-GPU form", hint="--cross-gpu is for kerr: leave it out")
     check_writable(output, force=force)  # before the import and the fit, which can take a while
     imported = _read_training(list(train))
     for warning in imported.warnings:
         typer.echo(f"nvperf-bridge: warning: {warning}", err=True)
     read = [item.path for item in imported.inputs if item.format != NOT_PROFILER] or [str(p) for p in train]
-    document = fit_model(model, imported.kernels, gpu, tuple(profile_dir or ()), read)
+    dirs = tuple(profile_dir or ())
+    options = cross_gpu_options(imported.kernels, gpu, dirs) if cross_gpu else {}
+    document = fit_model(model, imported.kernels, gpu, dirs, read, options)
     if folds >= 2:
-        cv = grouped_cv(model, imported.kernels, gpu, tuple(profile_dir or ()), folds)
+        cv = grouped_cv(model, imported.kernels, gpu, dirs, folds, options)
         document["provenance"]["cross_validation"] = cv
         typer.echo(render_cv(model_id, cv), nl=False, err=True)
     write_model_json(document, output, force=force)
@@ -81,16 +88,26 @@ def _read_training(paths: list[Path]) -> Any:
     return read_inputs(paths)
 
 
-def grouped_cv(model: Any, kernels: Any, gpu: str | None, profile_dirs: tuple[Path, ...], folds: int) -> dict[str, Any]:
+def cross_gpu_options(kernels: Any, gpu: str | None, profile_dirs: tuple[Path, ...]) -> dict[str, Any]:
+    """The model options of a cross-GPU fit: ``cross_gpu`` and each device's own profile (as
+    ``analyze`` picks them), from which the model reads the GPUs' datasheet parameters."""
+    from nvperf_bridge.analysis import choose_gpus
+
+    return {"cross_gpu": True, "gpus": {device: profile for device, profile, _ in choose_gpus(kernels, gpu, profile_dirs)}}
+
+
+def grouped_cv(model: Any, kernels: Any, gpu: str | None, profile_dirs: tuple[Path, ...], folds: int,
+               options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Held-out accuracy of the fit: k-fold by application (every kernel of one input file, or of
-    one metrics+trace pair, in the same fold), the model refitted on the other folds each time."""
+    one metrics+trace pair, in the same fold), the model refitted on the other folds each time
+    (``options``: the model options of the fit, e.g. ``cross_gpu_options``)."""
     from nvperf_bridge.accuracy import accuracy_stats
     from nvperf_bridge.analysis import choose_gpu
     from nvperf_bridge.calibration import CalibrationSettings, cross_validate_learned, measured_ns
 
     profile, _ = choose_gpu(kernels, gpu, profile_dirs)
     timed = kernels[measured_ns(kernels).notna()]
-    cv = cross_validate_learned(model, timed, profile, CalibrationSettings(folds=folds), {})
+    cv = cross_validate_learned(model, timed, profile, CalibrationSettings(folds=folds), dict(options or {}))
     if cv.predicted is None:
         return {"folds": 0, "note": cv.note}
     stats = accuracy_stats(cv.predicted, measured_ns(timed))
@@ -110,8 +127,8 @@ def render_cv(model_id: str, cv: dict[str, Any]) -> str:
 
 
 def fit_model(model: Any, kernels: Any, gpu: str | None, profile_dirs: tuple[Path, ...] = (),
-              sources: list[str] | None = None) -> dict[str, Any]:
-    """Pick the GPU profile, call ``model.fit`` and add provenance; returns the JSON-ready dict."""
+              sources: list[str] | None = None, options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Pick the GPU profile, call ``model.fit`` (with ``options``) and add provenance; returns the JSON-ready dict."""
     import datetime as dt
     import json
 
@@ -121,7 +138,7 @@ def fit_model(model: Any, kernels: Any, gpu: str | None, profile_dirs: tuple[Pat
 
     profile, choice = choose_gpu(kernels, gpu, profile_dirs)
     try:
-        fitted = model.fit(kernels, profile, {})
+        fitted = model.fit(kernels, profile, dict(options or {}))
     except NvperfError:
         raise
     except Exception as exc:  # plugin code may raise anything: one line, with the model named
@@ -135,6 +152,7 @@ def fit_model(model: Any, kernels: Any, gpu: str | None, profile_dirs: tuple[Pat
         "tool_version": __version__,
         "gpu": profile.id,
         "gpu_choice": choice,
+        **({"gpus": {device: p.id for device, p in options["gpus"].items()}} if options and "gpus" in options else {}),
         "kernels": int(len(kernels)),
         "training_files": list(sources or []),
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
