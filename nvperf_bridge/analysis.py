@@ -113,14 +113,10 @@ class Analysis:
         """Per kernel: does a column the model reads (required or optional) carry the measured time
         through a derivation? ``duration_ns`` itself is the target a model is judged on (Kerr trains
         on the other kernels' times), not an input, and is not counted."""
-        from nvperf_bridge.importers.canonical import time_derived
+        from nvperf_bridge.importers.canonical import time_derived_any
 
-        mask = pd.Series(False, index=self.kernels.index)
-        if "derived" in self.kernels.columns:
-            for column in dict.fromkeys((*run.requires, *run.optional)):
-                if column != "duration_ns" and column in self.kernels.columns:
-                    mask |= time_derived(self.kernels, column)
-        return mask
+        read = [c for c in (*run.requires, *run.optional) if c != "duration_ns" and c in self.kernels.columns]
+        return time_derived_any(self.kernels, read)  # one pass over the derived text for all of them
 
     def summary(self) -> pd.DataFrame:
         """One row per kernel: identity, measured time, each model's prediction,

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Iterable
 
 import numpy as np
 import pandas as pd
@@ -353,10 +354,18 @@ def time_derived(kernels: pd.DataFrame, column: str) -> pd.Series:
     The accuracy benchmark blanks these values (``without_time_derived``) so the
     measured time never reaches a prediction through a derived counter.
     """
-    if "derived" not in kernels.columns:
+    return time_derived_any(kernels, [column])
+
+
+def time_derived_any(kernels: pd.DataFrame, columns: Iterable[str]) -> pd.Series:
+    """Per kernel: is any of ``columns`` computed from the duration (``time_derived`` of each, or-ed)?
+    One pass over the ``derived`` text for all of them (a model reads a dozen columns)."""
+    names = list(dict.fromkeys(columns))
+    if "derived" not in kernels.columns or not names:
         return pd.Series(False, index=kernels.index)
     text = kernels["derived"].astype(object).where(kernels["derived"].notna(), "").astype(str)
-    return text.str.contains(f"(?:^|; ){re.escape(column)}{re.escape(TIME_MARK)}", regex=True)
+    alternatives = "|".join(re.escape(name) for name in names)
+    return text.str.contains(f"(?:^|; )(?:{alternatives}){re.escape(TIME_MARK)}", regex=True)
 
 
 def without_time_derived(kernels: pd.DataFrame) -> pd.DataFrame:
