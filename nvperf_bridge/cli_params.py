@@ -68,12 +68,16 @@ def install() -> bool:
             return self.fallback._coerce_value(value, param=param, ctx=ctx)
 
     def build(descriptor: Any) -> Any:
-        plain = _plain_converter(descriptor)
-        if plain is None:
-            return typer_build(descriptor)
-        leaf, many, convert = plain
-        return PlainParam(parameter_info=descriptor.parameter_info, annotation=descriptor.annotation, leaf=leaf,
-                          many=many, convert=convert, descriptor=descriptor)
+        # typer's internals are private: a release that changes them gets typer's own converter, never a crash
+        try:
+            plain = _plain_converter(descriptor)
+            if plain is not None:
+                leaf, many, convert = plain
+                return PlainParam(parameter_info=descriptor.parameter_info, annotation=descriptor.annotation,
+                                  leaf=leaf, many=many, convert=convert, descriptor=descriptor)
+        except Exception:  # noqa: BLE001 (any change in typer's private API)
+            pass
+        return typer_build(descriptor)
 
     core.build_runtime_param = build
     _typer_build = typer_build

@@ -106,3 +106,17 @@ def test_plain_conversion_matches_typers(tmp_path: Path) -> None:
                     assert [type(v) for v in mine] == [type(v) for v in theirs]
                 checked += 1
     assert checked > 300
+
+
+def test_a_typer_whose_private_parameters_changed_still_gets_typers_converter(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """typer's converter hook is private: if building our converter fails (a typer release changed the
+    parameter object), the option still converts through typer's own, and the command runs."""
+    from nvperf_bridge import cli_params
+
+    def changed(_descriptor: object) -> None:
+        raise TypeError("RuntimeParam.__init__() got an unexpected keyword argument 'leaf'")
+
+    monkeypatch.setattr(cli_params, "_plain_converter", changed)
+    assert main(["analyze", "x.csv", "--model-timeout", "abc"]) == 2  # typer's message path still works
+    assert main(["gpus", "--help"]) == 0
