@@ -181,9 +181,16 @@ def _fingerprint(kernels: pd.DataFrame, gpu: GpuProfile) -> tuple | None:
 @contextmanager
 def shared_geometry(kernels: pd.DataFrame, gpu: GpuProfile) -> Iterator[LaunchGeometry]:
     """Compute the geometry once; every :func:`launch_geometry` call on this frame (or a shallow
-    copy of it) with this profile returns it until the block ends."""
-    geometry = compute_geometry(kernels, gpu)
+    copy of it) with this profile returns it until the block ends. Inside a block for the same frame
+    and profile (a caller running the models one by one), the outer block's geometry is reused."""
     key = _fingerprint(kernels, gpu)
+    if key is not None:
+        with _SHARED_LOCK:
+            outer = _SHARED.get(key)
+        if outer is not None and outer.index.equals(kernels.index):
+            yield outer
+            return
+    geometry = compute_geometry(kernels, gpu)
     if key is None:
         yield geometry
         return

@@ -119,3 +119,21 @@ def test_one_geometry_per_run_shared_by_every_model(gpu, monkeypatch) -> None:
         changed = k.assign(block_threads=[128.0, 128.0])
         assert launch_geometry(changed, gpu) is not shared
     assert launch_geometry(k, gpu) is not shared
+
+
+def test_a_run_inside_a_shared_block_reuses_its_geometry(gpu, monkeypatch) -> None:
+    """Models run one run_models call at a time (benchmarks, a caller timing them apart) inside one
+    shared_geometry block compute the geometry once, not once per call."""
+    k = pd.DataFrame({"grid_blocks": [1000.0, 64.0], "block_threads": [256.0, 128.0],
+                      "registers_per_thread": [32.0, 40.0], "shared_mem_per_block_bytes": [0.0, 4096.0],
+                      "achieved_occupancy": [0.4, 0.2], "inst_executed": [1e6, 2e5], "inst_issued": [1e6, 2e5],
+                      "dram_read_bytes": [1e7, 1e6], "dram_write_bytes": [1e6, 1e5]})
+    calls: list[int] = []
+    real = launch.compute_geometry
+    monkeypatch.setattr(launch, "compute_geometry", lambda *a: calls.append(1) or real(*a))
+    with shared_geometry(k, gpu) as outer:
+        for model_id in ("transit", "luo-suda"):
+            runs, _ = run_models(k, gpu, load_registry(), [model_id])
+            assert runs[model_id].result is not None, runs[model_id].failure
+        assert launch_geometry(k, gpu) is outer  # the inner blocks left the outer one in place
+    assert len(calls) == 1
