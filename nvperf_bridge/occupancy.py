@@ -193,7 +193,7 @@ def occupancy_arrays(
     """:func:`occupancy` as one numpy array per column (no DataFrame: for callers on the hot path)."""
     import numpy as np
 
-    from nvperf_bridge.labels import full as full_text, select as select_text
+    from nvperf_bridge.labels import full as full_text, select as select_text, take as take_text
 
     n = len(index) if index is not None else max(
         (len(v) for v in (block_threads, registers_per_thread, shared_mem_per_block_bytes, shared_mem_config_bytes)
@@ -256,32 +256,36 @@ def occupancy_arrays(
             (smem_alloc > optin + L.reserved_shared_mem_per_block_bytes, smem,
              f"{{:.0f}} bytes of shared memory per block exceeds the maximum of {optin} (cc {L.cc}, with opt-in)"),
         )
+        invalid = np.zeros(n, dtype=bool)  # given a reason already: the first failing check wins
         for failed, values, template in checks:
-            rows = failed & (reason == "")
+            rows = failed & ~invalid
             if rows.any():  # one message per distinct value, not per launch
                 distinct, inverse = np.unique(values[rows], return_inverse=True)
                 reason[rows] = np.asarray([template.format(v) for v in distinct], dtype=object)[inverse.ravel()]
-        invalid = reason != ""
+                invalid |= rows
 
-        limits_stack = np.vstack([by_warps, by_blocks, by_regs, by_smem])  # LIMITERS order
-        blocks = np.nanmin(np.where(np.isnan(limits_stack), np.inf, limits_stack), axis=0)
-        blocks = np.where(valid_shape, blocks, np.nan)
-        blocks = np.where(invalid, 0.0, blocks)
+        limits_in_order = (by_warps, by_blocks, by_regs, by_smem)  # LIMITERS order
+        # the least limit, a missing one left out (by_blocks is never missing); fmin skips NaN
+        blocks = np.fmin(np.fmin(by_warps, by_blocks), np.fmin(by_regs, by_smem))
+        blocks[~valid_shape] = np.nan
+        blocks[invalid] = 0.0
         warps = blocks * wpb
         occ = warps / L.max_warps_per_sm
 
-    binding = limits_stack == blocks  # NaN compares False: a missing input never binds
-    names = np.asarray(LIMITERS[:4], dtype=object)
-    limiter = np.where(binding.any(axis=0), names[np.argmax(binding, axis=0)], "")
-    # every binding limit, by bit pattern (16 combinations), without a Python loop over launches
-    code = (binding * (1 << np.arange(4))[:, None]).sum(axis=0)
-    labels = np.asarray([" and ".join(names[[bit for bit in range(4) if combo >> bit & 1]]) for combo in range(16)],
-                        dtype=object)
-    every = labels[code]
-    limiter = np.where(invalid, LIMIT_INVALID, limiter)
-    every = np.where(invalid, LIMIT_INVALID, every)
+    # every binding limit as a bit pattern (16 combinations; NaN compares False: a missing input never
+    # binds), its text made once per pattern; the limiter is the pattern's first bit (LIMITERS order)
+    code = np.zeros(n, dtype=np.intp)
+    for bit, limit in enumerate(limits_in_order):
+        code |= (limit == blocks).astype(np.intp) << bit
+    names = LIMITERS[:4]
+    every_text = [" and ".join(names[bit] for bit in range(4) if combo >> bit & 1) for combo in range(16)]
+    first_text = [next((names[bit] for bit in range(4) if combo >> bit & 1), "") for combo in range(16)]
+    # code 16: an invalid launch (its own label); 17: blocks unknown (NaN), no label, which wins over 16
     unknown = np.isnan(blocks)
-    limiter, every = np.where(unknown, "", limiter), np.where(unknown, "", every)
+    code[invalid] = 16
+    code[unknown] = 17
+    limiter = take_text([*first_text, LIMIT_INVALID, ""], code)
+    every = take_text([*every_text, LIMIT_INVALID, ""], code)
     no_regs, no_smem = np.isnan(regs), np.isnan(smem)
     missing = select_text([~valid_shape, no_regs & no_smem, no_regs, no_smem],
                           ["block_threads", "registers_per_thread, shared_mem_per_block_bytes",
