@@ -113,27 +113,34 @@ def column_or_nan(kernels: pd.DataFrame, name: str) -> pd.Series:
 def missing_inputs(kernels: pd.DataFrame, required: tuple[str, ...] | list[str]) -> pd.Series:
     """Per kernel, '' when every required column has a value, else the reason naming
     the missing counters and the ncu metric that collects each."""
-    from nvperf_bridge.labels import full
+    from nvperf_bridge.labels import full, render, take
 
     names = list(required)
-    out = full(len(kernels), "")
-    if names:
-        absent = np.column_stack([kernels[name].isna().to_numpy(dtype=bool) if name in kernels.columns
-                                  else np.ones(len(kernels), dtype=bool) for name in names])
-        if absent.any():
-            # one message per distinct pattern of absent columns, not one string built per kernel
-            if len(names) <= 62:
-                pattern = absent.astype(np.int64) @ (np.int64(1) << np.arange(len(names), dtype=np.int64))
-                codes, distinct = pd.factorize(pattern)
-                rows = [(int(code) >> np.arange(len(names))) & 1 for code in distinct]
+    n = len(kernels)
+    out = full(n, "")
+    absent = [kernels[name].isna().to_numpy(dtype=bool) if name in kernels.columns else np.ones(n, dtype=bool)
+              for name in names]
+    if any(column.any() for column in absent):
+        labels = [describe_missing([name]).removeprefix("missing ") for name in names]
+
+        def message(row: Any) -> str:
+            listed = ", ".join(label for label, hit in zip(labels, row) if hit)
+            return "missing " + listed if listed else ""
+
+        # one message per distinct pattern of absent columns, not one string built per kernel
+        if len(names) <= 62:
+            pattern = np.zeros(n, dtype=np.int64)
+            for bit, column in enumerate(absent):
+                pattern |= column.astype(np.int64) << bit
+            bits = lambda code: [(code >> bit) & 1 for bit in range(len(names))]  # noqa: E731
+            if len(names) <= 16:  # few patterns possible: count them directly
+                out = render(pattern, lambda code: message(bits(code)))
             else:
-                distinct_rows, codes = np.unique(absent, axis=0, return_inverse=True)
-                rows = list(distinct_rows)
-            labels = [describe_missing([name]).removeprefix("missing ") for name in names]
-            messages = np.array([", ".join(label for label, hit in zip(labels, row) if hit) for row in rows],
-                                dtype=object)
-            messages = np.where(messages == "", "", "missing " + messages.astype(str)).astype(object)
-            out = messages[np.asarray(codes).reshape(-1)]
+                codes, distinct = pd.factorize(pattern)
+                out = take([message(bits(int(code))) for code in distinct], codes)
+        else:
+            distinct_rows, codes = np.unique(np.column_stack(absent), axis=0, return_inverse=True)
+            out = take([message(row) for row in distinct_rows], np.asarray(codes).reshape(-1))
     return pd.Series(out, index=kernels.index, dtype="object", copy=False)  # a new array: no copy needed
 
 
