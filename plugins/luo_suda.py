@@ -390,9 +390,9 @@ class LuoSudaModel:
             ["compute", "memory-bandwidth", "parallelism"],
             default="memory-latency",
         )
-        result["bottleneck"] = labels.where(good, bottleneck, "unknown")
+        result["bottleneck"] = labels.column(labels.where(good, bottleneck, "unknown"), kernels.index)
         period_labels = [PERIOD_TYPE_LABELS.get(code, "") for code in range(max(PERIOD_TYPE_LABELS) + 1)]
-        result["state"] = labels.where(good, labels.take(period_labels, kind), "")
+        result["state"] = labels.column(labels.where(good, labels.take(period_labels, kind), ""), kernels.index)
         result["predicted_cycles"] = cycles.where(good)
         result["predicted_ns"] = (cycles / clock_hz * 1e9).where(good)
         result["error"] = error
@@ -407,7 +407,7 @@ class LuoSudaModel:
             "sectors_source": sectors_source, "mpd_form": form, "memory_cost": memory_cost,
         }
         for name, values in details.items():
-            result[name] = values if np.isscalar(values) else np.asarray(values)
+            result[name] = values if np.isscalar(values) else labels.column(values, kernels.index)
         result["memory_source"] = ("global requests and transactions (L1/L2 hits counted as memory accesses, "
                                    "as the paper assumes)")
         return result

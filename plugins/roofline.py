@@ -269,8 +269,9 @@ class RooflineModel:
              "zero FLOPs counted and zero DRAM bytes moved: the roofline gives no bound for this kernel"], "")
         failed = (neither | zero).to_numpy()
         result["predicted_ns"] = predicted.where(~failed)
-        result["bottleneck"] = labels.select([failed, balanced, memory, compute],
-                                             ["unknown", "balanced", "memory-bandwidth", "compute"], "unknown")
+        result["bottleneck"] = labels.column(labels.select([failed, balanced, memory, compute],
+                                                           ["unknown", "balanced", "memory-bandwidth", "compute"],
+                                                           "unknown"), kernels.index)
         # the state and its notes: one text per distinct (state, notes) pair (nvperf_bridge.labels.render)
         states = ["", "compute-only lower bound (no DRAM bytes: dram_bytes not collected)",
                   "memory-only lower bound (no FLOP counts: flop_sp/flop_dp/flop_hp not collected)",

@@ -330,9 +330,10 @@ class TransitModel:
 
         result["predicted_ns"] = ns.where(good)
         result["predicted_cycles"] = cycles.where(good)
-        result["state"] = labels.where(good, eq["bound"], "")
-        result["bottleneck"] = labels.where(
-            good, labels.take([BOUND_TO_BOTTLENECK[bound] for bound in BOUNDS], eq["bound_code"]), "unknown")
+        result["state"] = labels.column(labels.where(good, eq["bound"], ""), kernels.index)
+        result["bottleneck"] = labels.column(labels.where(
+            good, labels.take([BOUND_TO_BOTTLENECK[bound] for bound in BOUNDS], eq["bound_code"]), "unknown"),
+            kernels.index)
         result["error"] = pd.Series(error, index=kernels.index, dtype="object", copy=False)
 
         flops = flop_sp.fillna(0.0) + flop_dp.fillna(0.0)
@@ -347,7 +348,8 @@ class TransitModel:
         }
         for name, column in details.items():
             values_ = np.asarray(column)
-            result[name] = np.where(good, values_, np.nan) if values_.dtype.kind == "f" else values_
+            result[name] = labels.column(np.where(good, values_, np.nan) if values_.dtype.kind == "f" else column,
+                                         kernels.index)
         result["memory_source"] = "DRAM traffic (MS = off-chip DRAM as in the paper; cache hits count as CS work)"
         return result
 
