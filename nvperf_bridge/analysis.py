@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as _dt
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
@@ -32,7 +33,9 @@ from nvperf_bridge.gpu import GpuProfile, load_profiles, match_device, match_rea
 from nvperf_bridge.kernelframe import ImportResult, InputFile
 from nvperf_bridge.model import (
     ResolvedConstant,
+    evaluate_shared,
     resolve_constants,
+    shared_evaluations,
     validate_result,
 )
 from nvperf_bridge.registry import Registry, load_registry
@@ -54,6 +57,8 @@ class ModelRun:
     constant_specs: dict[str, Any] = field(default_factory=dict)  # name -> ConstantSpec (unit, meaning), for reports
     requires: tuple[str, ...] = ()  # the model's required canonical columns, to say what is missing
     optional: tuple[str, ...] = ()  # the columns it reads when present (a time-derived one leaks the time too)
+    wall_s: float = 0.0  # seconds its evaluate and result checks took in this run (benchmarks/run.py reads them)
+    cpu_s: float = 0.0  # CPU seconds of this process meanwhile
 
 
 @dataclass
@@ -236,7 +241,10 @@ def _evaluate(loaded: Any, kernels: pd.DataFrame, gpu: GpuProfile, options: dict
 
     if isolate and not loaded.builtin and isolation.isolation_available():
         return isolation.evaluate_in_worker(loaded.model, kernels, gpu, options, timeout_s, printed)
-    return isolation.evaluate_in_process(loaded.model, kernels, gpu, options, timeout_s, printed)
+    # once per run: a model another one already evaluated on these rows (Transit in the recommended
+    # estimate) is not computed again
+    return evaluate_shared(loaded.model, kernels, gpu, options, lambda: isolation.evaluate_in_process(
+        loaded.model, kernels, gpu, options, timeout_s, printed))
 
 
 def run_models(
@@ -255,9 +263,10 @@ def run_models(
     (None: no limit). ``isolate``: plugins that are not built in run in a worker process,
     so ``os._exit``, a crash or a hang costs only their results (False: in-process, for
     trusted plugins). What a model prints is captured into the warnings. The launch
-    geometry (``launch.launch_geometry``) is computed once here and shared by every model.
+    geometry (``launch.launch_geometry``) is computed once here and shared by every model, and a
+    model one model evaluates for another (``model.evaluate_shared``) is evaluated once.
     """
-    with _shared_launch_geometry(kernels, gpu):
+    with _shared_launch_geometry(kernels, gpu), shared_evaluations():
         return _run_models(kernels, gpu, registry, model_ids, options, timeout_s, isolate)
 
 
@@ -306,6 +315,7 @@ def _run_models(
                        constant_specs={spec.name: spec for spec in getattr(model, "constants", ())
                                        if hasattr(spec, "name")})
         printed: list[str] = []
+        started = (time.perf_counter(), time.process_time())
         try:
             run.constants = resolve_constants(model, gpu)
             raw = _evaluate(loaded, kernels, gpu, model_options, timeout_s, isolate, printed)
@@ -319,6 +329,7 @@ def _run_models(
             run.failure = f"{name}: {exc}"
             warnings.append(f"model {mid} raised {name}: {exc}; its results are left out")
         warnings.extend(f"model {mid} printed: {text}" for text in printed)
+        run.wall_s, run.cpu_s = time.perf_counter() - started[0], time.process_time() - started[1]
         runs[mid] = run
     return runs, warnings
 

@@ -24,6 +24,10 @@ models such as Kerr's): the CLI writes that dict as JSON and passes it back in
 
 from __future__ import annotations
 
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, runtime_checkable
 
@@ -241,6 +245,82 @@ def _text_series(values: np.ndarray, index: pd.Index) -> pd.Series:
     from nvperf_bridge.labels import text_array
 
     return pd.Series(text_array(values), index=index, copy=False)
+
+
+# ---- one evaluation per run --------------------------------------------------
+# A model may build on another's results (the recommended estimate blends Transit's prediction).
+# Within one run_models call (``shared_evaluations``) the same model on the same rows, profile and
+# options is evaluated once: a second caller gets the first result, a frame both only read (pandas'
+# copy-on-write copies on any write). Rows are "the same" when every column the model declares
+# (and the launch geometry's inputs) is the same memory; each entry holds those arrays, so their
+# memory cannot be reused by another frame while the entry lives.
+
+_EVALUATIONS: dict[tuple, tuple[list[np.ndarray], pd.Index, Any]] = {}
+_EVALUATIONS_LOCK = threading.Lock()
+_EVALUATIONS_DEPTH = 0
+
+
+@contextmanager
+def shared_evaluations() -> Iterator[None]:
+    """Within the block (nested blocks share the outermost one), ``evaluate_shared`` evaluates each
+    model once per frame, profile and options; the results are dropped when the outermost block ends."""
+    global _EVALUATIONS_DEPTH
+    with _EVALUATIONS_LOCK:
+        _EVALUATIONS_DEPTH += 1
+    try:
+        yield
+    finally:
+        with _EVALUATIONS_LOCK:
+            _EVALUATIONS_DEPTH -= 1
+            if not _EVALUATIONS_DEPTH:
+                _EVALUATIONS.clear()
+
+
+def _evaluation_key(model: Any, kernels: pd.DataFrame, gpu: GpuProfile,
+                    options: Mapping[str, Any]) -> tuple[tuple, list[np.ndarray]] | None:
+    """The identity of one evaluation, or None when it cannot be told (then nothing is shared)."""
+    from nvperf_bridge.launch import INPUT_COLUMNS
+
+    requires = getattr(model, "requires", None)
+    names = dict.fromkeys((*getattr(requires, "required", ()), *getattr(requires, "optional", ()), *INPUT_COLUMNS))
+    try:
+        parts: list[object] = [id(model), id(gpu), len(kernels), json.dumps(dict(options), sort_keys=True)]
+    except (TypeError, ValueError):
+        return None
+    arrays: list[np.ndarray] = []
+    for name in names:
+        if name not in kernels.columns:
+            parts.append((name, None))
+            continue
+        values = kernels[name].to_numpy(copy=False)
+        if not isinstance(values, np.ndarray) or values.dtype == object:
+            return None
+        arrays.append(values)
+        parts.append((name, values.__array_interface__["data"][0], values.dtype.str, values.strides))
+    return tuple(parts), arrays
+
+
+def evaluate_shared(model: Any, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any],
+                    evaluate: Callable[[], Any] | None = None) -> Any:
+    """``model.evaluate(kernels, gpu, options)`` (or ``evaluate()``, which computes the same), once per
+    ``shared_evaluations`` block; outside one, always computed. Read the result, never change it."""
+    compute = evaluate or (lambda: model.evaluate(kernels, gpu, options))
+    if not _EVALUATIONS_DEPTH:
+        return compute()
+    keyed = _evaluation_key(model, kernels, gpu, options)
+    if keyed is None:
+        return compute()
+    key, arrays = keyed
+    with _EVALUATIONS_LOCK:
+        found = _EVALUATIONS.get(key)
+    if found is not None and found[1].equals(kernels.index):
+        return found[2]
+    result = compute()
+    if isinstance(result, pd.DataFrame):
+        with _EVALUATIONS_LOCK:
+            if _EVALUATIONS_DEPTH:
+                _EVALUATIONS[key] = (arrays, kernels.index, result)
+    return result
 
 
 # ---- model options (``--option MODEL.KEY=VALUE``) ------------------------------

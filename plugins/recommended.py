@@ -78,6 +78,7 @@ from nvperf_bridge.model import (
     column_or_nan,
     constant_values,
     empty_result,
+    evaluate_shared,
     missing_inputs,
     number_option,
     resolve_constants,
@@ -205,7 +206,9 @@ def term_table(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any
         }, index=kernels.index, copy=False)  # new columns: not copied into one block
     from nvperf_bridge.builtin_plugins.transit import MODEL as TRANSIT
 
-    transit = TRANSIT.evaluate(kernels, stock_transit_profile(gpu), dict((options or {}).get("transit_options", {})))
+    # once per run: the Transit model of the same run reuses this evaluation (or this one reuses it)
+    transit = evaluate_shared(TRANSIT, kernels, stock_transit_profile(gpu),
+                              dict((options or {}).get("transit_options", {})))
     table["transit"] = pd.to_numeric(transit["predicted_ns"], errors="coerce").where(transit["error"] == "")
     table["transit_bottleneck"] = transit["bottleneck"]
     return table
@@ -350,12 +353,12 @@ class RecommendedModel:
             result["kernel_factor"] = factor.where(scaled_note)
         result["predicted_ns"] = predicted.where(ok)
         result["predicted_cycles"] = (predicted * gpu.sm_clock_hz / 1e9).where(ok)
-        result["bottleneck"] = labels.where(ok, label, "unknown")
+        result["bottleneck"] = labels.column(labels.where(ok, label, "unknown"), kernels.index)
         result["state"] = state.where(ok, "")
         result["error"] = reasons
         for name in TERMS:
             result[f"T_{name}_ns"] = scaled[name].where(ok)
-        result["dominant_term"] = labels.where(ok, dominant, "")
+        result["dominant_term"] = labels.column(labels.where(ok, dominant, ""), kernels.index)
         result["estimate"] = "recommended estimate (beyond the papers)"
         return result
 

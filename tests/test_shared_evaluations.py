@@ -1,0 +1,52 @@
+"""One evaluation per run: the recommended estimate's Transit evaluation is the Transit model's too,
+and the results are the same as Transit's alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from nvperf_bridge.analysis import run_models
+from nvperf_bridge.builtin_plugins import transit
+from nvperf_bridge.gpu import resolve_profile
+from nvperf_bridge.importers import read_profiles
+from nvperf_bridge.model import evaluate_shared, shared_evaluations
+from nvperf_bridge.registry import load_registry
+
+
+@pytest.fixture
+def kernels(realdata_dir: Path) -> pd.DataFrame:
+    folder = realdata_dir / "roofline-analysis"
+    return read_profiles([folder / "roofline-analysis__torch_sdpa_flash__gqa_bf16_b64_ctx4k_p64.ncu.csv"]).kernels
+
+
+def test_transit_is_evaluated_once_per_run_and_reads_as_alone(kernels, monkeypatch) -> None:
+    gpu = resolve_profile("b200")
+    registry = load_registry()
+    alone, _ = run_models(kernels, gpu, registry, ["transit"])
+    calls: list[dict] = []  # the options of each Transit evaluation
+    real = transit.MODEL.evaluate
+    monkeypatch.setattr(transit.MODEL, "evaluate", lambda *a: calls.append(dict(a[2])) or real(*a))
+    runs, _ = run_models(kernels, gpu, registry, ["recommended", "transit"])
+    assert calls == [{}]
+    pd.testing.assert_frame_equal(runs["transit"].result, alone["transit"].result, check_exact=True)
+    assert runs["recommended"].result is not None
+    assert all(run.wall_s > 0 and run.cpu_s >= 0 for run in runs.values())
+    # other options for the Transit model: evaluated on its own (the recommended estimate's own evaluation
+    # is in its term cache for a frame this small)
+    run_models(kernels, gpu, registry, ["recommended", "transit"], options={"transit": {"precision": "dp"}})
+    assert calls == [{}, {"precision": "dp"}]
+
+
+def test_outside_a_block_nothing_is_kept(kernels) -> None:
+    gpu = resolve_profile("b200")
+    first = evaluate_shared(transit.MODEL, kernels, gpu, {})
+    assert evaluate_shared(transit.MODEL, kernels, gpu, {}) is not first
+    with shared_evaluations():
+        inside = evaluate_shared(transit.MODEL, kernels, gpu, {})
+        assert evaluate_shared(transit.MODEL, kernels.copy(deep=False), gpu, {}) is inside
+        changed = kernels.assign(grid_blocks=kernels["grid_blocks"] * 2.0)
+        assert evaluate_shared(transit.MODEL, changed, gpu, {}) is not inside
+    assert evaluate_shared(transit.MODEL, kernels, gpu, {}) is not inside
