@@ -84,7 +84,8 @@ runs on the *distinct* timed kernels (same name, time and counters, bit for bit)
 weighted by its count: means, the correlation matrix, least squares, the leave-one-group-out
 sums and the POCS statistics are sums over kernels, so this is the fit on every launch; the
 k-means sample is drawn over launches as before. The regression and its leave-one-out share
-one thin SVD per form (CholeskyQR2, LAPACK when ill-conditioned). The PCA,
+one thin SVD per form (CholeskyQR2, LAPACK when ill-conditioned). A trained model predicts
+each distinct input row once and copies the result to its repeats. The PCA,
 rotation and clusters use all kernels' counters (unsupervised, no times:
 transductive, not a leak of the target). Kernels without a measured time are
 predicted by the model fitted on all timed kernels.
@@ -1148,12 +1149,21 @@ def predict(kernels: pd.DataFrame, data: Mapping[str, Any], mode: str = "trained
     if machine is not None:
         reasons[(reasons == "") & (machine[1] != "")] = machine[1]
     ok = (reasons == "").to_numpy()
-    if fill:
+    if fill and ok.any():
+        # one prediction per distinct input row, copied to its repeats (speed only: a kernel's prediction
+        # depends on its feature values alone, and in the cross-GPU form on its GPU and workload too)
+        keys = [values[ok, j] for j in range(values.shape[1])]
+        if machine is not None:
+            keys += [machine[0][ok, j] for j in range(machine[0].shape[1])] + [b[ok] for b in machine[2]] + \
+                [machine[3][0][ok].astype(np.float64), pd.factorize(machine[3][1][ok])[0].astype(np.float64)]
+        rows = distinct_rows(keys)
+        pick = np.flatnonzero(ok)[rows.first]
+        inverse = None if rows.all_single else rows.inverse
         if machine is None:
-            _fill(result, kernels.index[ok], data, table[ok], mode)
+            _fill(result, kernels.index[ok], data, table.iloc[pick], mode, inverse=inverse)
         else:
-            _fill(result, kernels.index[ok], data, table[ok], mode, bounds=tuple(b[ok] for b in machine[2]),
-                  machine=(machine[0][ok], machine[3][0][ok], machine[3][1][ok]))
+            _fill(result, kernels.index[ok], data, table.iloc[pick], mode, bounds=tuple(b[pick] for b in machine[2]),
+                  machine=(machine[0][pick], machine[3][0][pick], machine[3][1][pick]), inverse=inverse)
     result.loc[~ok, "error"] = reasons[~ok]
     return result
 

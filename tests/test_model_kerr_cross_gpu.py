@@ -129,7 +129,9 @@ def test_fit_cross_gpu_then_analyze_a_gpu_it_never_saw(realdata_dir: Path, tmp_p
     train = [p for p in sorted(folder.glob("*.yaml")) if p.name != "gtx-titan.yaml"]
     model_json = tmp_path / "kerr-cross.json"
     rc = main(["fit", "kerr", *map(str, train), "--cross-gpu", "-o", str(model_json), "--folds", "0"])
-    assert rc == 0, capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert "GPU profiles gtx-680, gtx-970" in err and "(cross-GPU: one per device)" in err
     data = json.loads(model_json.read_text())
     assert len(data["provenance"]["gpus"]) == 4 and "gtx-titan" not in data["provenance"]["gpus"].values()
     out = tmp_path / "titan.json"

@@ -56,10 +56,11 @@ def fit_command(
         typer.echo(render_cv(model_id, cv), nl=False, err=True)
     write_model_json(document, output, force=force)
     summary = document.get("provenance", {})
+    profiles = (f"GPU profiles {', '.join(dict.fromkeys(summary['gpus'].values()))} (cross-GPU: one per device)"
+                if "gpus" in summary else f"GPU profile {summary.get('gpu', '?')} ({summary.get('gpu_choice', '')})")
     typer.echo(
-        f"fitted {model_id} on {summary.get('kernels', '?')} kernel row(s) from {len(summary.get('training_files', train))} file(s), GPU profile "
-        f"{summary.get('gpu', '?')} ({summary.get('gpu_choice', '')}); wrote {output}: use it with "
-        f"analyze --model-data {model_id}={output}",
+        f"fitted {model_id} on {summary.get('kernels', '?')} kernel row(s) from {len(summary.get('training_files', train))} file(s), "
+        f"{profiles}; wrote {output}: use it with analyze --model-data {model_id}={output}",
         err=True,
     )
 
