@@ -191,7 +191,8 @@ def validate_result(model_id: str, kernels: pd.DataFrame, result: Any) -> tuple[
         if name not in result.columns:
             result[name] = default
     error, error_kept = _text_values(result["error"], "")
-    predicted = pd.to_numeric(result["predicted_ns"], errors="coerce").to_numpy(dtype="float64", copy=True)
+    given = result["predicted_ns"]
+    predicted = pd.to_numeric(given, errors="coerce").to_numpy(dtype="float64")  # maybe the column's memory: read only
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(predicted) | (predicted <= 0)
     unexplained = bad & (error == "")
@@ -205,8 +206,11 @@ def validate_result(model_id: str, kernels: pd.DataFrame, result: Any) -> tuple[
     if not error_kept:
         result["error"] = _text_series(error, result.index)
     has_error = error != ""
-    predicted[bad | has_error] = np.nan
-    result["predicted_ns"] = pd.Series(predicted, index=result.index, copy=False)
+    dropped = bad | has_error
+    if dropped.any() or given.dtype != np.float64:  # else the column is already what would be written
+        predicted = predicted.copy()
+        predicted[dropped] = np.nan
+        result["predicted_ns"] = pd.Series(predicted, index=result.index, copy=False)
     labels, labels_kept = _text_values(result["bottleneck"], "unknown")
     off_vocabulary = ~pd.Series(labels, copy=False).isin(BOTTLENECKS).to_numpy()
     if off_vocabulary.any():

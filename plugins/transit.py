@@ -346,10 +346,12 @@ class TransitModel:
             "PCT_gflops": (flops / seconds / 1e9).where(have_flops & good),
             "precision": labels.where(dp, "dp", "sp"), "active_SMs": sms, "n_source": n_source, "Z_source": Z_source,
         }
+        every_kernel_good = bool(good.all())  # then the floats are kept as they are, not copied
         for name, column in details.items():
             values_ = np.asarray(column)
-            result[name] = labels.column(np.where(good, values_, np.nan) if values_.dtype.kind == "f" else column,
-                                         kernels.index)
+            if values_.dtype.kind == "f" and not every_kernel_good:
+                column = np.where(good, values_, np.nan)
+            result[name] = labels.column(column, kernels.index)
         result["memory_source"] = "DRAM traffic (MS = off-chip DRAM as in the paper; cache hits count as CS work)"
         return result
 
