@@ -358,7 +358,10 @@ def select_constants(
             ))
             continue
         # Scale-free sensitivity: d log(predicted) / d log(constant) where that is defined.
-        scale = (math.log(high) - math.log(low)) if low > 0 else (high - low) / max(abs(value), 1e-300)
+        # A constant at 0 (an added term that is off until fitted, e.g. launch_ns) has no log scale:
+        # its column is the change over the perturbation span itself.
+        scale = ((math.log(high) - math.log(low)) if low > 0 else
+                 (high - low) / abs(value) if value != 0 else 1.0)
         columns[spec.name] = np.nan_to_num((up - down) / scale, nan=0.0, posinf=0.0, neginf=0.0)
     if not columns:
         return [], unfitted

@@ -132,6 +132,8 @@ from nvperf_bridge.counters import global_sectors, requested_sectors, sm_clock
 from nvperf_bridge.errors import ModelError
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
+from nvperf_bridge.launch_cost import LAUNCH_CONSTANT, with_launch
+from nvperf_bridge.memory_levels import served_fractions, served_latency
 from nvperf_bridge.model import (
     ConstantSpec,
     Requirements,
@@ -150,7 +152,7 @@ SECTOR_BYTES = 32.0
 # >= 2.0 report 32-byte sectors): a warp of 4-byte words needs 4 sectors.
 DEFAULT_COALESCED_SECTORS = 4.0
 
-MEMORY_INPUTS = ("requests", "dram")
+MEMORY_INPUTS = ("requests", "dram", "levels")
 CASE_SELECTIONS = ("published", "section-3.2")
 SHARED_MEMORY = ("pipe", "off")  # the first is the default
 
@@ -201,6 +203,8 @@ class HongKimModel:
             "dram_read_bytes",
             "dram_write_bytes",
             "l2_hit_rate",  # cache_aware=true
+            "l2_read_bytes",  # memory_inputs=levels: the sectors that reached L2
+            "l2_write_bytes",
         ),
     )
     constants = (
@@ -246,10 +250,18 @@ class HongKimModel:
         ),
         ConstantSpec(
             "L2_LD", 200.0, "cycles", (1.0, 5000.0),
-            "L2 hit latency, used only by the cache_aware EXTENSION (not in the paper)",
+            "L2 hit latency, used only by the cache_aware and memory_inputs=levels EXTENSIONS (not in the paper)",
             "order of magnitude of L2 hit latency reported by microbenchmarks on Volta-class GPUs "
-            "(Jia et al. arXiv:1804.06826); a default to calibrate",
+            "(Jia et al. arXiv:1804.06826; 221 cycles measured on a V100 by github.com/markdewing/AI_kernels "
+            "latency/README.md); a default to calibrate",
         ),
+        ConstantSpec(
+            "L1_LD", 33.0, "cycles", (1.0, 5000.0),
+            "L1 hit latency, used only by the memory_inputs=levels EXTENSION (not in the paper)",
+            "pointer-chasing L1 hits of about 33 cycles (github.com/ooreilly/cuda cache/README.md, after Mei & Chu "
+            "TPDS 2017); 36 on a V100 (github.com/markdewing/AI_kernels latency/README.md); a default to calibrate",
+        ),
+        LAUNCH_CONSTANT,
     )
 
     def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
@@ -259,10 +271,10 @@ class HongKimModel:
         case_selection = choice_option(options, "case_selection", CASE_SELECTIONS, self.id)
         shared_memory = choice_option(options, "shared_memory", SHARED_MEMORY, self.id)
         cache_aware = bool_option(options, "cache_aware", False, self.id)
-        if cache_aware and memory_inputs == "dram":
+        if cache_aware and memory_inputs != "requests":
             raise ModelError(
-                "options cache_aware=true and memory_inputs=dram cannot be combined "
-                "(dram already leaves the cache hits out)",
+                f"options cache_aware=true and memory_inputs={memory_inputs} cannot be combined "
+                "(memory_inputs=dram / levels already treat the cache hits apart)",
                 model_id=self.id,
             )
 
@@ -291,7 +303,7 @@ class HongKimModel:
             dram = column_or_nan(kernels, "dram_bytes").fillna(
                 column_or_nan(kernels, "dram_read_bytes") + column_or_nan(kernels, "dram_write_bytes")
             )
-            if memory_inputs == "dram":
+            if memory_inputs in ("dram", "levels"):
                 needed["dram_bytes"] = dram.where(~(requests == 0), 0.0)
             hit_rate = column_or_nan(kernels, "l2_hit_rate")
             if cache_aware:
@@ -328,6 +340,13 @@ class HongKimModel:
                 dram_warps = requests * dram_fraction
                 Load_bytes_per_warp = (dram / dram_warps).where(dram_warps > 0, const["Load_bytes_per_warp"])
                 memory_label = "dram (DRAM share of global requests; extension)"
+            elif memory_inputs == "levels":
+                # EXTENSION: every memory warp waits, but for the level that served its sectors
+                # (memory_levels.served_fractions); only the DRAM share loads the DRAM bandwidth of Eq. (6)
+                levels = served_fractions(kernels, sectors)
+                Mem_insts = Mem_insts_requests
+                Load_bytes_per_warp = const["Load_bytes_per_warp"] * levels["f_dram"]
+                memory_label = "levels (DRAM, L2 and L1 shares of the global sectors; extension)"
             else:
                 Mem_insts = Mem_insts_requests
                 Load_bytes_per_warp = pd.Series(const["Load_bytes_per_warp"], index=index)
@@ -341,6 +360,8 @@ class HongKimModel:
                 # EXTENSION: latency blended by the L2 hit rate.
                 h = hit_rate.clip(lower=0.0, upper=1.0).fillna(0.0)
                 Mem_LD = h * const["L2_LD"] + (1.0 - h) * const["Mem_LD"]
+            elif memory_inputs == "levels":
+                Mem_LD = served_latency(levels, const["Mem_LD"], const["L2_LD"], const["L1_LD"])
             else:
                 Mem_LD = pd.Series(const["Mem_LD"], index=index)
 
@@ -411,7 +432,9 @@ class HongKimModel:
             Synch_cost = (Departure_delay * MWP_minus_1 * Synch_insts * active_blocks * Rep).where(has_memory, 0.0)  # (26)
             Exec_cycles_with_synch = Exec_cycles_app + Synch_cost  # (27)
             CPI = Exec_cycles_app / (Total_insts * warps_per_block * blocks / active_sms)  # (25)
-            predicted_ns = Exec_cycles_with_synch / freq * 1e9
+            # Eq. (27) in ns, plus the launch term (EXTENSION, launch_cost; 0 in the published form)
+            predicted_ns, predicted_cycles = with_launch(Exec_cycles_with_synch / freq * 1e9, Exec_cycles_with_synch,
+                                                         const["launch_ns"], freq)
 
         # --- what limits MWP (Eq. 5) ---
         bw_limited = MWP_peak_BW <= np.minimum(MWP_Without_BW_full, N)
@@ -454,7 +477,7 @@ class HongKimModel:
         result = empty_result(kernels)
         ok = no_reason  # every kernel given a reason above is out
         text = lambda values: pd.Series(values, index=index, dtype="object", copy=False)  # noqa: E731
-        result["predicted_cycles"] = Exec_cycles_with_synch.where(ok)
+        result["predicted_cycles"] = predicted_cycles.where(ok)
         result["predicted_ns"] = predicted_ns.where(ok)
         result["bottleneck"] = text(labels.where(ok, bottleneck, "unknown"))
         # the state, with the no-barrier-count suffix where inst_barrier was not collected
@@ -513,7 +536,11 @@ class HongKimModel:
                                             "shared-memory wavefronts (extension)", "issue (Eq. 19)")),
             "clock_hz": freq,
             "clock_source": clock_source,
+            "launch_ns": const["launch_ns"],
         }
+        if memory_inputs == "levels":
+            details.update(f_dram=levels["f_dram"], f_l2=levels["f_l2"], f_l1=levels["f_l1"],
+                           levels_source=levels["levels_source"])
         for name, values in details.items():
             result[name] = values
         return result

@@ -102,9 +102,12 @@ from nvperf_bridge import labels, launch
 from nvperf_bridge.counters import global_sectors, sm_clock
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
+from nvperf_bridge.launch_cost import LAUNCH_CONSTANT, with_launch
+from nvperf_bridge.memory_levels import served_fractions, served_latency
 from nvperf_bridge.model import (
     ConstantSpec,
     Requirements,
+    bool_option,
     choice_option,
     column_or_nan,
     constant_values,
@@ -117,6 +120,7 @@ from nvperf_bridge.model import (
 # 4-byte words needs 4 x 32-byte sectors.
 DEFAULT_COALESCED_SECTORS = 4.0
 PREDICTIONS = ("max", "sum")
+GLOBAL_MEMORY = ("levels", "dram")  # the first is the default; "dram" is the paper's
 # The two thread costs within this ratio of each other count as balanced.
 BALANCED_RATIO = 0.9
 
@@ -158,6 +162,11 @@ class KothapalliModel:
             "shared_ld_wavefronts",  # needed when there are shared loads
             "shared_st_wavefronts",  # needed when there are shared stores
             "sm_clock_hz",
+            "dram_bytes",  # global_memory=levels: where the global sectors were served
+            "dram_read_bytes",
+            "dram_write_bytes",
+            "l2_read_bytes",
+            "l2_write_bytes",
         ),
     )
     constants = (
@@ -190,6 +199,21 @@ class KothapalliModel:
             "Kothapalli et al. HiPC'09 Section 3.2.2: coalescing over a half-warp (16 threads), 'up to a factor "
             "of 16'; 32 (a whole warp) on compute >= 2.0",
         ),
+        ConstantSpec(
+            "l2_latency", 500.0, "cycles", (1.0, 5000.0),
+            "L of a global transaction served by L2 (global_memory=levels EXTENSION, not in the paper)",
+            "default = global_latency (500), the paper's assumption that every access pays L, so that the stock "
+            "prediction is the published one; calibrate moves it (pointer chasing measures L2 hits at about half the "
+            "DRAM round trip: 221 vs 460 cycles on a V100, github.com/markdewing/AI_kernels latency/README.md)",
+        ),
+        ConstantSpec(
+            "l1_latency", 500.0, "cycles", (1.0, 5000.0),
+            "L of a global transaction served by L1 (global_memory=levels EXTENSION, not in the paper)",
+            "default = global_latency (500), the paper's assumption, so that the stock prediction is the published "
+            "one; calibrate moves it (L1 hits about 33 cycles by pointer chasing, github.com/ooreilly/cuda "
+            "cache/README.md after Mei & Chu TPDS 2017)",
+        ),
+        LAUNCH_CONSTANT,
     )
 
     def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
@@ -197,6 +221,8 @@ class KothapalliModel:
         options = options or {}
         prediction = choice_option(options, "prediction", PREDICTIONS, self.id)
         max_thread_factor = number_option(options, "max_thread_factor", 1.0, self.id, positive=True)
+        global_memory = choice_option(options, "global_memory", GLOBAL_MEMORY, self.id)
+        thread_floor = bool_option(options, "thread_floor", True, self.id)
         index = kernels.index
         const = constant_values(self, gpu)
         c = float(gpu.get("coalesced_sectors_per_request", DEFAULT_COALESCED_SECTORS))
@@ -247,6 +273,10 @@ class KothapalliModel:
                 k = (N_t / transactions_per_request).clip(lower=1.0, upper=const["coalescing_group"])
             else:  # Section 3.2.2 as published: a coalesced (half-)warp is one transaction
                 k = (N_t * c / transactions_per_request).clip(lower=1.0, upper=const["coalescing_group"])
+            if global_memory == "levels":
+                # EXTENSION: a transaction waits for the level that served it (memory_levels), not always DRAM
+                levels = served_fractions(kernels, g_ld_sectors + g_st_sectors)
+                L = served_latency(levels, L, const["l2_latency"], const["l1_latency"])
             global_cost = (L + k) / k  # cycles per access when one transaction serves k threads
             N_memory_global = (global_accesses * global_cost).where(global_accesses > 0, 0.0)
             k_shared = ((s_ld_wave + s_st_wave) / (s_ld + s_st)).clip(lower=1.0)  # QRQW: k-way contention
@@ -261,6 +291,11 @@ class KothapalliModel:
             N_B = np.ceil(blocks / float(gpu.sm_count))
             N_w = geometry.warps_per_block
             scale = N_B * N_w * N_t / (N_C * D)
+            if thread_floor:
+                # EXTENSION (option thread_floor, not in the paper): with fewer threads per SM than its N_C x D
+                # pipeline slots, Eq. (3) finishes the SM's work in a fraction of one thread's own cost C(T); a
+                # thread's instructions run one after another, so the SM takes at least C(T)
+                scale = np.maximum(scale, 1.0)
             C_K_max = scale * C_T_max  # (3)
             C_K_sum = scale * C_T_sum  # (3)
             R, clock_source = sm_clock(kernels, gpu)
@@ -269,6 +304,7 @@ class KothapalliModel:
 
         chosen_cycles = C_K_max if prediction == "max" else C_K_sum
         chosen_ns = T_max_ns if prediction == "max" else T_sum_ns
+        chosen_ns, chosen_cycles = with_launch(chosen_ns, chosen_cycles, const["launch_ns"], R)  # EXTENSION
 
         # --- bottleneck and state ---
         larger = np.maximum(N_comp, N_memory)
@@ -339,7 +375,14 @@ class KothapalliModel:
             "D": D,
             "R_hz": R,
             "clock_source": clock_source,
+            "global_memory": global_memory,
+            "thread_floor": thread_floor,
+            "L_global": (L if np.ndim(L) else pd.Series(L, index=index)).where(global_accesses > 0),
+            "launch_ns": const["launch_ns"],
         }
+        if global_memory == "levels":
+            details.update(f_dram=levels["f_dram"], f_l2=levels["f_l2"], f_l1=levels["f_l1"],
+                           levels_source=levels["levels_source"])
         for name, values in details.items():
             result[name] = values
         return result

@@ -149,6 +149,8 @@ from nvperf_bridge.counters import global_sectors, sm_clock
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
 from nvperf_bridge.launch import launch_geometry
+from nvperf_bridge.launch_cost import LAUNCH_CONSTANT, with_launch
+from nvperf_bridge.memory_levels import served_fractions, served_latency
 from nvperf_bridge.model import (
     ConstantSpec,
     Requirements,
@@ -188,6 +190,7 @@ INSTRUCTION_CLASSES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 
 MPD_FORMS = ("per-sm", "printed")  # the first is the default
 MEMORY_COSTS = ("per-transaction", "per-instruction")  # the first is the default
+GLOBAL_MEMORY = ("levels", "dram")  # the first is the default; "dram" is the paper's
 DEFAULT_COALESCED_SECTORS = 4.0  # sector GPUs: a coalesced warp of 4-byte words is 4 x 32-byte sectors
 
 PERIOD_TYPE_LABELS = {
@@ -282,6 +285,7 @@ class LuoSudaModel:
         optional=(
             "achieved_occupancy", "theoretical_occupancy", "registers_per_thread", "shared_mem_per_block_bytes",
             "inst_shared_ld", "inst_shared_st",
+            "dram_bytes", "dram_read_bytes", "dram_write_bytes", "l2_read_bytes", "l2_write_bytes",  # levels
         ),
     )
     constants = (
@@ -300,6 +304,16 @@ class LuoSudaModel:
                      "GTX 260 (default to calibrate)"),
         ConstantSpec("cost_shared", 65.0, "cycles", (1.0, 2000.0), "cost of one shared-memory instruction",
                      "no Table 1 entry; assumed equal to the register add of Table 1 (65 GPU clocks); calibrate"),
+        ConstantSpec("t_l2", 100.0, "cycles", (1.0, 5000.0),
+                     "cost of one memory transaction served by L2 (global_memory=levels EXTENSION, not in the paper)",
+                     "assumed half of Table 1's t_mem (200): L2 hits answer in about half the DRAM round trip in "
+                     "pointer-chasing microbenchmarks (221 vs 460 cycles on a V100, github.com/markdewing/AI_kernels "
+                     "latency/README.md); calibrate"),
+        ConstantSpec("t_l1", 15.0, "cycles", (1.0, 5000.0),
+                     "cost of one memory transaction served by L1 (global_memory=levels EXTENSION, not in the paper)",
+                     "assumed: 200 x 33 / 460 (L1 hits about 33 cycles, github.com/ooreilly/cuda cache/README.md, against "
+                     "a DRAM round trip of 460 on a V100); calibrate"),
+        LAUNCH_CONSTANT,
     )
 
     def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
@@ -315,6 +329,7 @@ class LuoSudaModel:
         cpd_min = number_option(options, "cpd_min", 1.0, self.id, positive=True)
         form = choice_option(options, "mpd_form", MPD_FORMS, self.id)  # per-sm by default (note 6)
         memory_cost = choice_option(options, "memory_cost", MEMORY_COSTS, self.id)  # per-transaction (note 7)
+        global_memory = choice_option(options, "global_memory", GLOBAL_MEMORY, self.id)
 
         clock_hz, clock_source = sm_clock(kernels, gpu)
         geometry = launch_geometry(kernels, gpu)  # computed once per frame, shared by the models
@@ -335,21 +350,30 @@ class LuoSudaModel:
             ld_sectors, st_sectors, sectors_source = global_sectors(kernels, gpu)  # 32-byte sectors on every GPU
             sectors = ld_sectors + st_sectors
             N_trans = (sectors / requests / sectors_per_transaction).where(requests > 0, 0.0)
+            if global_memory == "levels":
+                # EXTENSION: a transaction costs the latency of the level that served it (memory_levels);
+                # only the DRAM share draws on the device bandwidth of (1)-(2)
+                levels = served_fractions(kernels, sectors)
+                t_mem = served_latency(levels, k["t_mem"], k["t_l2"], k["t_l1"])
+                dram_share = levels["f_dram"]
+            else:
+                t_mem = pd.Series(k["t_mem"], index=kernels.index)
+                dram_share = pd.Series(1.0, index=kernels.index)
             # the memory cost per warp in the unit of the memory tasks m_i (t_mem per transaction), or as
             # Section 3.4 prints it: every PTX ld/st at Table 1's t_mem, whatever its transactions
-            cost_m = I_gmem * N_trans * k["t_mem"] if memory_cost == "per-transaction" else I_gmem * k["t_mem"]
+            cost_m = I_gmem * N_trans * t_mem if memory_cost == "per-transaction" else I_gmem * t_mem
             P = cost_c / (cost_c + cost_m)  # computation instruction proportion, Section 3.4
 
         # K identical calculate periods per warp (at least one).
         K = np.maximum(I_gmem / mem_per_task, 1.0)
         c_i = cost_c / K
-        m_i = (I_gmem / K) * N_trans * k["t_mem"]
+        m_i = (I_gmem / K) * N_trans * t_mem
 
         N_act, N_source = geometry.active_warps_per_sm, geometry.active_warps_source
         N_sm = geometry.active_sms
         GPU_bwt = gpu.memory_bandwidth_bytes_per_s / clock_hz  # bytes per GPU clock
         with np.errstate(divide="ignore", invalid="ignore"):
-            Warp_bwt = gpu.warp_size * D_mem / (N_trans * k["t_mem"])  # (1)
+            Warp_bwt = dram_share * gpu.warp_size * D_mem / (N_trans * t_mem)  # (1) (x the DRAM share: levels)
         MPD = pd.Series(mpd(N_act, N_sm, Warp_bwt, GPU_bwt, form), index=kernels.index)
         MPD = MPD.where(N_trans > 0, N_act)  # no global memory traffic: nothing limits concurrency
         cp = cpd(P, N_act, k["a"], k["b"], k["c"], k["d"], float(gpu.max_warps_per_sm), cpd_min)
@@ -393,8 +417,9 @@ class LuoSudaModel:
         result["bottleneck"] = labels.column(labels.where(good, bottleneck, "unknown"), kernels.index)
         period_labels = [PERIOD_TYPE_LABELS.get(code, "") for code in range(max(PERIOD_TYPE_LABELS) + 1)]
         result["state"] = labels.column(labels.where(good, labels.take(period_labels, kind), ""), kernels.index)
-        result["predicted_cycles"] = cycles.where(good)
-        result["predicted_ns"] = (cycles / clock_hz * 1e9).where(good)
+        ns, cycles_out = with_launch(cycles / clock_hz * 1e9, cycles, k["launch_ns"], clock_hz)  # EXTENSION
+        result["predicted_cycles"] = cycles_out.where(good)
+        result["predicted_ns"] = ns.where(good)
         result["error"] = error
 
         details = {
@@ -405,7 +430,11 @@ class LuoSudaModel:
             "T_p": T_p, "T_c": T_c, "period_type": kind.where(good), "Rep": Rep, "clock_source": clock_source,
             "I_smem_source": I_smem_source, "sectors_per_transaction": sectors_per_transaction,
             "sectors_source": sectors_source, "mpd_form": form, "memory_cost": memory_cost,
+            "global_memory": global_memory, "t_mem_served": t_mem, "launch_ns": k["launch_ns"],
         }
+        if global_memory == "levels":
+            details.update(f_dram=levels["f_dram"], f_l2=levels["f_l2"], f_l1=levels["f_l1"],
+                           levels_source=levels["levels_source"])
         for name, values in details.items():
             result[name] = values if np.isscalar(values) else labels.column(values, kernels.index)
         result["memory_source"] = ("global requests and transactions (L1/L2 hits counted as memory accesses, "

@@ -87,6 +87,7 @@ from nvperf_bridge.counters import dram_bytes
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
 from nvperf_bridge.launch import resource_blocks_per_sm
+from nvperf_bridge.launch_cost import LAUNCH_CONSTANT
 from nvperf_bridge.model import (
     ConstantSpec,
     Requirements,
@@ -209,6 +210,7 @@ class RooflineModel:
             "fraction of the datasheet peak FLOP rate a compute-bound kernel attains (the paper's in-core ceilings)",
             "default 1.0 = datasheet roof (Williams et al. 2009); calibrate to a dense-FMA measurement",
         ),
+        LAUNCH_CONSTANT,
     )
 
     def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
@@ -256,19 +258,21 @@ class RooflineModel:
         neither = ~any_flop_count & t_memory_ns.isna()
 
         predicted = np.fmax(t_compute_ns, t_memory_ns)  # R3 (fmax ignores the missing roof)
+        launch_ns = number_option(options, "launch_ns", constants["launch_ns"], self.id)
 
         ratio = t_compute_ns / t_memory_ns  # = AI / ridge point
         balanced = both & (ratio <= tolerance) & (ratio >= 1.0 / tolerance)
         compute = both & ~balanced & (t_compute_ns > t_memory_ns)
         memory = both & ~balanced & ~compute
         # errors: nothing to bound with, or a zero bound (no FLOPs and no DRAM traffic)
-        zero = ~neither & ~(predicted > 0)
+        zero = ~neither & ~(predicted > 0)  # the roofs alone: the launch term does not make work out of nothing
         error = labels.select(
             [neither, zero],
             [describe_missing(["dram_bytes", "flop_sp"]) + " (the roofline needs DRAM bytes or FLOP counts)",
              "zero FLOPs counted and zero DRAM bytes moved: the roofline gives no bound for this kernel"], "")
         failed = (neither | zero).to_numpy()
-        result["predicted_ns"] = predicted.where(~failed)
+        # EXTENSION (launch_cost, 0 = the paper): the fixed launch time a bound of work alone never shows
+        result["predicted_ns"] = (predicted + launch_ns).where(~failed)
         result["bottleneck"] = labels.column(labels.select([failed, balanced, memory, compute],
                                                            ["unknown", "balanced", "memory-bandwidth", "compute"],
                                                            "unknown"), kernels.index)
@@ -298,6 +302,7 @@ class RooflineModel:
         result["t_compute_ns"] = t_compute_ns
         result["t_memory_ns"] = t_memory_ns
         result["dram_bytes_used"] = bytes_
+        result["launch_ns"] = launch_ns
         label, label_source = ncu_rule_labels(kernels, gpu)
         result["ncu_rule_label"] = label
         result["ncu_rule_memory_metric"] = label_source

@@ -124,6 +124,7 @@ from nvperf_bridge.counters import dram_bytes
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
 from nvperf_bridge.launch import launch_geometry
+from nvperf_bridge.launch_cost import LAUNCH_CONSTANT, with_launch
 from nvperf_bridge.model import (
     ConstantSpec,
     Requirements,
@@ -235,6 +236,7 @@ class TransitModel:
         optional=(
             "inst_executed", "dram_read_bytes", "dram_write_bytes", "achieved_occupancy", "theoretical_occupancy",
             "registers_per_thread", "shared_mem_per_block_bytes", "flop_sp", "flop_dp",
+            "l2_read_bytes", "l2_write_bytes",  # l2_sector_cost (extension): the L2 hits' CS work
         ),
     )
     constants = (
@@ -267,6 +269,12 @@ class TransitModel:
                      "CS peak (G's flat part) in warp instructions per cycle, as a fraction of cores_per_sm / warp_size",
                      "default 1.0: one warp instruction per 32 lanes per cycle (Fermi: 1, Kepler GK104: 6 per SM); "
                      "not measured by the paper, calibrate"),
+        ConstantSpec("l2_sector_cost", 0.0, "warp instructions", (0.0, 64.0),
+                     "CS work of one 32-byte sector served by an L2 hit, in warp-instruction issue slots (EXTENSION, "
+                     "not in the paper: 0 = the paper, where cache hits cost only the load instruction)",
+                     "default 0 (the published form); fitted by calibrate. Physically the SM's issue rate over its "
+                     "share of the L2 bandwidth in sectors per cycle"),
+        LAUNCH_CONSTANT,
     )
 
     def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
@@ -291,6 +299,13 @@ class TransitModel:
         Z_source = labels.select([instructions.isna(), issued.isna() & executed.notna()],
                                  ["", "inst_executed (inst_issued not collected)"], "inst_issued")
         dram = dram_bytes(kernels)
+        # EXTENSION (l2_sector_cost > 0): the sectors L2 served without going to DRAM are CS work (the paper
+        # counts cache hits in the CS, at the cost of their load instruction only); each costs l2_sector_cost
+        # issue slots, so a kernel that streams from L2 is limited by the L2's bandwidth, not by DRAM's
+        l2_sectors = (column_or_nan(kernels, "l2_read_bytes") + column_or_nan(kernels, "l2_write_bytes")) / DRAM_TRANSACTION_BYTES
+        l2_hit_sectors = (l2_sectors - dram.fillna(0.0) / DRAM_TRANSACTION_BYTES).clip(lower=0.0).fillna(0.0)
+        cache_work = values["l2_sector_cost"] * l2_hit_sectors
+        instructions = instructions + cache_work
         with np.errstate(divide="ignore", invalid="ignore"):
             w = (dram / instructions).to_numpy()  # bytes per warp instruction = 1 / Z
             Z = instructions / (dram / DRAM_TRANSACTION_BYTES)  # the paper's Z
@@ -312,7 +327,7 @@ class TransitModel:
         # ---- errors -------------------------------------------------------------------
         # checked after the unit conversions: a finite time in seconds can still overflow in ns
         with np.errstate(over="ignore"):
-            ns, cycles = seconds * 1e9, seconds * gpu.sm_clock_hz
+            ns, cycles = with_launch(seconds * 1e9, seconds * gpu.sm_clock_hz, values["launch_ns"], gpu.sm_clock_hz)
         error = missing_inputs(kernels, ("grid_blocks", "block_threads")).to_numpy(dtype=object, copy=True)
         good = error == ""  # kept up to date as reasons are given, first reason wins
         checks = [
@@ -345,6 +360,7 @@ class TransitModel:
             "MS_GBps": eq["r"] / 1e9, "CS_Ginst_per_s": eq["X"] / 1e9,
             "PCT_gflops": (flops / seconds / 1e9).where(have_flops & good),
             "precision": labels.where(dp, "dp", "sp"), "active_SMs": sms, "n_source": n_source, "Z_source": Z_source,
+            "L2_hit_sectors": l2_hit_sectors, "cache_work_inst": cache_work, "launch_ns": values["launch_ns"],
         }
         every_kernel_good = bool(good.all())  # then the floats are kept as they are, not copied
         for name, column in details.items():

@@ -1,0 +1,67 @@
+"""Where a kernel's global memory traffic is served: DRAM, L2 or L1, from counts only.
+
+The paper models (Hong & Kim, Kothapalli, Luo & Suda) charge every global transaction the
+DRAM latency: their GPUs (G80, GT200) had no data cache. On every GPU since Fermi a share of
+the sectors a warp asks for is served by L2 or L1, which answer in a fraction of the DRAM
+round trip. This module splits the global sectors by the level that served them, from
+counters the profiler counted (never from a rate over the kernel's time):
+
+- S = global load + store sectors (``counters.global_sectors``: 32-byte sectors at the L1/L2
+  boundary on every GPU, nvprof's per-architecture units converted);
+- L2 = (``l2_read_bytes`` + ``l2_write_bytes``) / 32, the sectors that reached L2
+  (nvprof ``l2_read/write_transactions``, ncu ``lts__t_sectors_op_read/write.sum``);
+- D = DRAM bytes / 32 (``counters.dram_bytes``: nvprof ``dram_read/write_transactions``,
+  ncu ``dram__bytes.sum``).
+
+Fractions of the global sectors (each in [0, 1], summing to 1)::
+
+    reach_l2 = min(1, L2 / S)             (1 where L2 was not collected: no L1 share claimed)
+    f_dram   = min(reach_l2, D / S)       served by DRAM
+    f_l2     = reach_l2 - f_dram          L2 hits
+    f_l1     = 1 - reach_l2               L1 hits (never reached L2)
+
+L2 and DRAM counters include traffic that is not global (texture, local spills, atomics), so
+each ratio is clipped: a kernel whose DRAM traffic exceeds its global sectors is all DRAM.
+A kernel without DRAM counters gets ``f_dram = 1`` (the paper's assumption) and says so.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from nvperf_bridge.counters import dram_bytes
+from nvperf_bridge.model import column_or_nan
+
+SECTOR_BYTES = 32.0
+
+SOURCE_COUNTED = "counted: DRAM and L2 sectors over global sectors"
+SOURCE_NO_L2 = "counted: DRAM sectors over global sectors (L2 not collected: no L1 share)"
+SOURCE_NO_DRAM = "DRAM traffic not collected: every global sector charged to DRAM (the paper's assumption)"
+SOURCE_NO_TRAFFIC = "no global sectors"
+
+
+def served_fractions(kernels: pd.DataFrame, sectors: pd.Series) -> dict[str, pd.Series]:
+    """``f_dram``, ``f_l2``, ``f_l1`` (shares of ``sectors``, the kernel's global sectors) and
+    ``levels_source`` per row; see the module docstring."""
+    index = kernels.index
+    dram_sectors = dram_bytes(kernels) / SECTOR_BYTES
+    l2_sectors = (column_or_nan(kernels, "l2_read_bytes") + column_or_nan(kernels, "l2_write_bytes")) / SECTOR_BYTES
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reach_l2 = (l2_sectors / sectors).clip(upper=1.0).where(l2_sectors.notna(), 1.0)
+        f_dram = np.minimum(reach_l2, (dram_sectors / sectors).clip(lower=0.0))
+    no_dram = dram_sectors.isna()
+    no_traffic = ~(sectors > 0)
+    reach_l2 = reach_l2.where(~(no_dram | no_traffic), 1.0).fillna(1.0)
+    f_dram = pd.Series(f_dram, index=index).where(~(no_dram | no_traffic), 1.0).fillna(1.0)
+    f_l2 = (reach_l2 - f_dram).clip(lower=0.0)
+    f_l1 = (1.0 - reach_l2).clip(lower=0.0)
+    source = pd.Series(np.where(l2_sectors.notna(), SOURCE_COUNTED, SOURCE_NO_L2), index=index, dtype="object")
+    source[no_dram] = SOURCE_NO_DRAM
+    source[no_traffic] = SOURCE_NO_TRAFFIC
+    return {"f_dram": f_dram, "f_l2": f_l2, "f_l1": f_l1, "levels_source": source}
+
+
+def served_latency(fractions: dict[str, pd.Series], dram: float | pd.Series, l2: float, l1: float) -> pd.Series:
+    """The mean latency of one global transaction: f_dram x dram + f_l2 x l2 + f_l1 x l1."""
+    return fractions["f_dram"] * dram + fractions["f_l2"] * l2 + fractions["f_l1"] * l1
