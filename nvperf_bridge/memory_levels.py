@@ -22,7 +22,9 @@ Fractions of the global sectors (each in [0, 1], summing to 1)::
 
 L2 and DRAM counters include traffic that is not global (texture, local spills, atomics), so
 each ratio is clipped: a kernel whose DRAM traffic exceeds its global sectors is all DRAM.
-A kernel without DRAM counters gets ``f_dram = 1`` (the paper's assumption) and says so.
+A kernel without DRAM counters gets ``f_dram = 1`` (the paper's assumption) and says so; so does a
+kernel whose DRAM or L2 bytes were computed from its own duration (``importers.canonical.time_derived``:
+e.g. ncu's throughput x duration), which must never reach its prediction.
 """
 
 from __future__ import annotations
@@ -44,9 +46,15 @@ SOURCE_NO_TRAFFIC = "no global sectors"
 def served_fractions(kernels: pd.DataFrame, sectors: pd.Series) -> dict[str, pd.Series]:
     """``f_dram``, ``f_l2``, ``f_l1`` (shares of ``sectors``, the kernel's global sectors) and
     ``levels_source`` per row; see the module docstring."""
+    from nvperf_bridge.importers.canonical import time_derived_any
+
     index = kernels.index
     dram_sectors = dram_bytes(kernels) / SECTOR_BYTES
     l2_sectors = (column_or_nan(kernels, "l2_read_bytes") + column_or_nan(kernels, "l2_write_bytes")) / SECTOR_BYTES
+    # a traffic count computed from the kernel's own duration (ncu throughput x time) would carry the measured
+    # time into the prediction: such a kernel is split as if the counter were not collected
+    dram_sectors = dram_sectors.mask(time_derived_any(kernels, ["dram_bytes", "dram_read_bytes", "dram_write_bytes"]))
+    l2_sectors = l2_sectors.mask(time_derived_any(kernels, ["l2_read_bytes", "l2_write_bytes"]))
     with np.errstate(divide="ignore", invalid="ignore"):
         reach_l2 = (l2_sectors / sectors).clip(upper=1.0).where(l2_sectors.notna(), 1.0)
         f_dram = np.minimum(reach_l2, (dram_sectors / sectors).clip(lower=0.0))

@@ -208,3 +208,16 @@ def test_kothapalli_a_lone_thread_takes_its_whole_cost(gpu) -> None:
     full = frame(streaming_kernel("dram"))
     assert evaluate("kothapalli", full, gpu)["predicted_ns"].iloc[0] == pytest.approx(
         evaluate("kothapalli", full, gpu, thread_floor=False)["predicted_ns"].iloc[0])
+
+
+def test_time_derived_traffic_never_reaches_the_split() -> None:
+    # ncu pages give DRAM bytes as throughput x duration ("dram_bytes (time)" in the derived column):
+    # the split treats them as not collected, exactly as if they were absent
+    derived = streaming_kernel("l2", derived="dram_read_bytes (time); dram_write_bytes (time)")
+    kernels = frame(derived)
+    sectors = kernels["global_ld_sectors"] + kernels["global_st_sectors"]
+    levels = served_fractions(kernels, sectors)
+    assert levels["f_dram"].iloc[0] == 1.0 and levels["f_l2"].iloc[0] == 0.0
+    assert "not collected" in levels["levels_source"].iloc[0]
+    counted = served_fractions(frame(streaming_kernel("l2")), sectors)
+    assert counted["f_l2"].iloc[0] == 1.0
