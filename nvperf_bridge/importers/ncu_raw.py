@@ -170,6 +170,7 @@ def read_stream(path: Path, head: Head, found: Sniffed, raw_columns: frozenset[s
     has_units = _has_units_row(text, header_end)
     units = next(csv.reader(io.StringIO(text[header_end + 1:units_end])), []) if has_units else None
     keep = column_filter(raw_columns)
+    file_header = header
     if keep is not None:
         if units is not None and len(units) != len(names):
             return None  # a units row that does not line up: the whole-text path says what it can
@@ -179,11 +180,13 @@ def read_stream(path: Path, head: Head, found: Sniffed, raw_columns: frozenset[s
         header, names = [header[i] for i in chosen], [names[i] for i in chosen]
     start = head.bom + len(text[:found.start].encode("utf-8"))
     header_line = text.count("\n", 0, found.start)
-    try:
-        built = _stream_columns(path, start, header, names, has_units, selected=keep is not None)
-    except (NeedsWholeText, UnicodeDecodeError, ValueError, csv.Error, pd.errors.ParserError,
-            pd.errors.ParserWarning, pd.errors.EmptyDataError):
-        return None
+    built = _arrow_columns(path, start, file_header, header, names, has_units, text[found.start:])
+    if built is None:  # no pyarrow, or a table only pandas' parser reads the way read() does
+        try:
+            built = _stream_columns(path, start, header, names, has_units, selected=keep is not None)
+        except (NeedsWholeText, UnicodeDecodeError, ValueError, csv.Error, pd.errors.ParserError,
+                pd.errors.ParserWarning, pd.errors.EmptyDataError):
+            return None
     if built is None:
         return None
     columns, storage, n = built
@@ -334,6 +337,170 @@ def _stream_columns(path: Path, start: int, header: list[str], names: list[str],
         else:
             columns[name] = ("number", storage[row_of[i], :n])
     return columns, storage[:, :n], n
+
+
+# ---- pyarrow's CSV reader (the optional ``fast`` extra) -------------------------------
+
+ARROW_BLOCK = 1 << 24  # bytes per block pyarrow parses (in parallel); larger blocks infer from more rows
+
+
+def _arrow_columns(path: Path, start: int, file_header: list[str], header: list[str], names: list[str],
+                   has_units: bool, head: str):
+    """``_stream_columns`` by pyarrow's multi-threaded CSV reader: only the chosen columns (``header``, of
+    the file's ``file_header``; ``head``: the text from the header line on) are converted
+    (``include_columns``), numbers straight to float64 in C; None where pyarrow is not installed or the
+    table holds anything it would read differently from pandas' parser (the caller then takes that path).
+
+    Numeric columns are asked for as float64; a column pyarrow cannot read so (words, tuples, "1,234",
+    "n/a") is read again as text and goes through ``parse_numbers`` exactly as on the pandas path. A
+    table that does not run to the end of the file (a blank line, a ``==`` line or any line of fewer
+    fields after it), ragged rows, a launch without an ID, carriage returns, NUL bytes or bytes that are
+    not UTF-8 return None (pandas' path and the whole-text path handle those).
+    """
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pa_csv
+    except ImportError:
+        return None
+    if "ID" not in names or not _plain_bytes(path, start):
+        return None
+    numeric = [i for i, name in enumerate(names) if name not in IDENTITY and name not in SHAPE]
+    # the first rows in the head say which columns hold numbers; the others are read as text first
+    guess = _first_rows(head, has_units)
+    position = {raw_name: k for k, raw_name in enumerate(file_header)}
+    types: dict[str, object] = {}
+    for i, raw_name in enumerate(header):
+        if i not in numeric:
+            types[raw_name] = pa.string()
+        elif all(_is_plain_number(row[position[raw_name]]) for row in guess if position[raw_name] < len(row)):
+            types[raw_name] = pa.float64()
+        else:
+            types[raw_name] = pa.string()
+    table = None
+    for _attempt in range(len(header) + 1):
+        try:
+            with pa.OSFile(str(path)) as source:
+                source.seek(start)
+                table = pa_csv.read_csv(
+                    source,
+                    read_options=pa_csv.ReadOptions(skip_rows=2 if has_units else 1, column_names=file_header,
+                                                    block_size=ARROW_BLOCK),
+                    parse_options=pa_csv.ParseOptions(newlines_in_values=False, ignore_empty_lines=False),
+                    convert_options=pa_csv.ConvertOptions(include_columns=header, column_types=types,
+                                                          null_values=[""], strings_can_be_null=True,
+                                                          quoted_strings_can_be_null=True, check_utf8=True),
+                )
+            break
+        except pa.ArrowInvalid as exc:
+            failed = _failed_column(str(exc), file_header)
+            if failed is None or types.get(failed) != pa.float64():
+                return None  # ragged, not UTF-8, a text column that failed: pandas' path says what it is
+            types[failed] = pa.string()
+    if table is None or table.num_rows == 0 or table.column(header[names.index("ID")]).null_count:
+        # a launch without an ID, or a blank line (a row of nulls here; where the table ends for the
+        # pandas path, which also names the line of a missing ID)
+        return None
+    n = table.num_rows
+    row_of = {i: r for r, i in enumerate(numeric)}
+    storage = np.empty((len(numeric), n))
+    columns: dict[str, tuple[str, np.ndarray]] = {}
+    for i, (raw_name, name) in enumerate(zip(header, names)):
+        column = table.column(raw_name)
+        if i not in row_of:
+            strings = _arrow_strings(column)
+            columns[name] = ("identity", strings) if name in IDENTITY else ("shape", _tuple_products(strings))
+            continue
+        if types[raw_name] == pa.float64():
+            storage[row_of[i]] = column.to_numpy()  # nulls -> NaN
+            columns[name] = ("number", storage[row_of[i]])
+            continue
+        distinct, codes = _arrow_distinct(column)
+        # each distinct text converted once (parse_numbers and unparsed go value by value)
+        series = pd.Series(distinct, dtype=object, copy=False)
+        flags = _booleans(distinct)
+        numbers = parse_numbers(series) if flags is None else pd.Series(flags)
+        if unparsed(series, numbers).any():
+            columns[name] = ("text", distinct[codes])  # words, tuples: the column is kept as text
+            continue
+        storage[row_of[i]] = numbers.to_numpy(dtype="float64")[codes]
+        columns[name] = ("number", storage[row_of[i]])
+    return columns, storage, n
+
+
+def _plain_bytes(path: Path, start: int) -> bool:
+    """No carriage return and no NUL byte after ``start`` (those are the whole-text path's to handle)."""
+    buffer = bytearray(1 << 22)  # one block, refilled in place: the file is scanned, never held
+    with open(path, "rb", buffering=0) as fh:
+        fh.seek(start)
+        while True:
+            got = fh.readinto(buffer)
+            if not got:
+                return True
+            block = buffer if got == len(buffer) else buffer[:got]  # a copy only for the last, short block
+            if block.find(b"\r") >= 0 or block.find(b"\x00") >= 0:
+                return False
+
+
+def _first_rows(head: str, has_units: bool, limit: int = 200) -> list[list[str]]:
+    """The first data rows of the table (at most ``limit``), from the text that starts at its header."""
+    lines = head.split("\n", limit + 3)[1 + (1 if has_units else 0):][:limit]
+    return list(csv.reader(line for line in lines[:-1] if line))  # the last piece may be cut
+
+
+# what pandas' C parser reads as booleans (then 1.0 / 0.0 in a numeric column)
+_BOOLEAN_TEXT = {"True": 1.0, "TRUE": 1.0, "true": 1.0, "False": 0.0, "FALSE": 0.0, "false": 0.0}
+
+
+def _booleans(strings: np.ndarray) -> np.ndarray | None:
+    """A text column of only pandas' boolean words (and missing values) as 1.0 / 0.0, else None."""
+    present = [value for value in pd.unique(strings).tolist() if isinstance(value, str)]
+    if not present or not all(value in _BOOLEAN_TEXT for value in present):
+        return None
+    return np.array([_BOOLEAN_TEXT.get(value, np.nan) if isinstance(value, str) else np.nan
+                     for value in strings.tolist()])
+
+
+_PLAIN_NUMBER = frozenset("0123456789.-+eE")
+
+
+def _is_plain_number(value: str) -> bool:
+    """An empty field or one that float() reads (pyarrow reads it the same)."""
+    if not value:
+        return True
+    if not set(value) <= _PLAIN_NUMBER:
+        return False
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _failed_column(message: str, header: list[str]) -> str | None:
+    """The column pyarrow named in a conversion error ("In CSV column #12: ... conversion error")."""
+    import re
+
+    found = re.match(r"In CSV column #(\d+): .*conversion error", message, re.S)
+    if found is None or int(found.group(1)) >= len(header):
+        return None
+    return header[int(found.group(1))]
+
+
+def _arrow_strings(column) -> np.ndarray:
+    """An arrow text column as an object array, one Python string per distinct value (missing: NaN)."""
+    distinct, codes = _arrow_distinct(column)
+    return distinct[codes]
+
+
+def _arrow_distinct(column) -> tuple[np.ndarray, np.ndarray]:
+    """An arrow text column's distinct values (an object array ending with NaN, for missing) and each
+    row's position in it."""
+    encoded = (column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)).dictionary_encode()
+    distinct = np.empty(len(encoded.dictionary) + 1, dtype=object)
+    distinct[:-1] = np.asarray(encoded.dictionary.to_pylist(), dtype=object)
+    distinct[-1] = np.nan
+    indices = encoded.indices.fill_null(-1) if encoded.indices.null_count else encoded.indices
+    return distinct, indices.to_numpy(zero_copy_only=False)
 
 
 def _reread_text(path: Path, start: int, header: list[str], has_units: bool, n: int) -> dict[int, np.ndarray]:
