@@ -341,12 +341,12 @@ def _stream_columns(path: Path, start: int, header: list[str], names: list[str],
 
 # ---- pyarrow's CSV reader (the optional ``fast`` extra) -------------------------------
 
-ARROW_BLOCK = 1 << 24  # bytes per block pyarrow parses (in parallel); larger blocks infer from more rows
+ARROW_BLOCK = 1 << 20  # bytes per block of pyarrow's streaming reader: a block at a time is held
 
 
 def _arrow_columns(path: Path, start: int, file_header: list[str], header: list[str], names: list[str],
                    has_units: bool, head: str):
-    """``_stream_columns`` by pyarrow's multi-threaded CSV reader: only the chosen columns (``header``, of
+    """``_stream_columns`` by pyarrow's streaming CSV reader: only the chosen columns (``header``, of
     the file's ``file_header``; ``head``: the text from the header line on) are converted
     (``include_columns``), numbers straight to float64 in C; None where pyarrow is not installed or the
     table holds anything it would read differently from pandas' parser (the caller then takes that path).
@@ -376,42 +376,35 @@ def _arrow_columns(path: Path, start: int, file_header: list[str], header: list[
             types[raw_name] = pa.float64()
         else:
             types[raw_name] = pa.string()
-    table = None
+    row_of = {i: r for r, i in enumerate(numeric)}
+    size = path.stat().st_size - start
+    read = None
     for _attempt in range(len(header) + 1):
         try:
-            with pa.OSFile(str(path)) as source:
-                source.seek(start)
-                table = pa_csv.read_csv(
-                    source,
-                    read_options=pa_csv.ReadOptions(skip_rows=2 if has_units else 1, column_names=file_header,
-                                                    block_size=ARROW_BLOCK),
-                    parse_options=pa_csv.ParseOptions(newlines_in_values=False, ignore_empty_lines=False),
-                    convert_options=pa_csv.ConvertOptions(include_columns=header, column_types=types,
-                                                          null_values=[""], strings_can_be_null=True,
-                                                          quoted_strings_can_be_null=True, check_utf8=True),
-                )
+            read = _arrow_batches(path, start, file_header, header, types, has_units, len(numeric), row_of,
+                                  size)
             break
         except pa.ArrowInvalid as exc:
             failed = _failed_column(str(exc), file_header)
             if failed is None or types.get(failed) != pa.float64():
                 return None  # ragged, not UTF-8, a text column that failed: pandas' path says what it is
             types[failed] = pa.string()
-    if table is None or table.num_rows == 0 or table.column(header[names.index("ID")]).null_count:
+    if read is None:
+        return None
+    storage, texts, n = read
+    ident = texts.get(header[names.index("ID")])
+    if n == 0 or ident is None or ident.null_count:
         # a launch without an ID, or a blank line (a row of nulls here; where the table ends for the
         # pandas path, which also names the line of a missing ID)
         return None
-    n = table.num_rows
-    row_of = {i: r for r, i in enumerate(numeric)}
-    storage = np.empty((len(numeric), n))
     columns: dict[str, tuple[str, np.ndarray]] = {}
     for i, (raw_name, name) in enumerate(zip(header, names)):
-        column = table.column(raw_name)
+        column = texts.get(raw_name)
         if i not in row_of:
             strings = _arrow_strings(column)
             columns[name] = ("identity", strings) if name in IDENTITY else ("shape", _tuple_products(strings))
             continue
-        if types[raw_name] == pa.float64():
-            storage[row_of[i]] = column.to_numpy()  # nulls -> NaN
+        if column is None:  # read as float64 into its storage row
             columns[name] = ("number", storage[row_of[i]])
             continue
         distinct, codes = _arrow_distinct(column)
@@ -425,6 +418,66 @@ def _arrow_columns(path: Path, start: int, file_header: list[str], header: list[
         storage[row_of[i]] = numbers.to_numpy(dtype="float64")[codes]
         columns[name] = ("number", storage[row_of[i]])
     return columns, storage, n
+
+
+def _arrow_batches(path: Path, start: int, file_header: list[str], header: list[str], types: dict,
+                   has_units: bool, rows: int, row_of: dict[int, int], size: int):
+    """Stream the table a block at a time: float64 columns go into one storage block (a row per numeric
+    column, grown only when the rows outrun the estimate), text columns into chunked arrow arrays.
+    Returns (storage, {raw name: text ChunkedArray}, rows read); raises ArrowInvalid as pyarrow does."""
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
+    position = {raw_name: k for k, raw_name in enumerate(header)}
+    floats = [(raw_name, row_of[position[raw_name]]) for raw_name in header
+              if position[raw_name] in row_of and types[raw_name] == pa.float64()]
+    pieces: dict[str, list] = {raw_name: [] for raw_name in header if types[raw_name] != pa.float64()}
+    storage = None
+    n = 0
+    pool = _arrow_pool()
+    with pa.OSFile(str(path)) as source:
+        source.seek(start)
+        reader = pa_csv.open_csv(
+            source,
+            read_options=pa_csv.ReadOptions(skip_rows=2 if has_units else 1, column_names=file_header,
+                                            block_size=ARROW_BLOCK),
+            parse_options=pa_csv.ParseOptions(newlines_in_values=False, ignore_empty_lines=False),
+            convert_options=pa_csv.ConvertOptions(include_columns=header, column_types=types, null_values=[""],
+                                                  strings_can_be_null=True, quoted_strings_can_be_null=True,
+                                                  check_utf8=True),
+            memory_pool=pool,
+        )
+        for batch in reader:
+            m = batch.num_rows
+            if storage is None or n + m > storage.shape[1]:
+                # rows expected from the bytes per row so far; grown (copied) only when wrong
+                done = max(1, source.tell())
+                capacity = max(int((n + m) * size / done * 1.02) + 1024, 2 * n + m)
+                grown = np.empty((rows, capacity))
+                if storage is not None:
+                    grown[:, :n] = storage[:, :n]
+                storage = grown
+            for raw_name, row in floats:
+                storage[row, n:n + m] = batch.column(raw_name).to_numpy(zero_copy_only=False)  # nulls: NaN
+            for raw_name, parts in pieces.items():
+                parts.append(batch.column(raw_name))
+            n += m
+    if storage is None:
+        storage = np.empty((rows, 0))
+    texts = {raw_name: pa.chunked_array(parts, type=pa.string()) for raw_name, parts in pieces.items()}
+    pool.release_unused()  # the parser's block buffers go back to the system, not held for later
+    return storage[:, :n], texts, n
+
+
+def _arrow_pool():
+    """jemalloc where pyarrow has it: it returns freed blocks to the system (measured at 100k launches:
+    peak 398 MB against 550 MB with mimalloc and 779 MB with the system allocator)."""
+    import pyarrow as pa
+
+    try:
+        return pa.jemalloc_memory_pool()
+    except (NotImplementedError, pa.ArrowNotImplementedError):
+        return pa.default_memory_pool()
 
 
 def _plain_bytes(path: Path, start: int) -> bool:

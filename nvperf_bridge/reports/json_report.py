@@ -223,8 +223,10 @@ def iter_json(analysis: Analysis, chunk: int = 20_000) -> Iterator[bytes]:
         for place, name in enumerate(names):
             yield (("," if place else "") + "\n      " + _encode_str(name) + ": [").encode("utf-8")
             array = _column_array(result[name])
+            coded = _coded_texts(array, False, as_bytes=True)
             for start in range(0, n, chunk):
-                part = _joined_texts(array[start:start + chunk])
+                part = (_joined_texts(array[start:start + chunk]) if coded is None
+                        else b", ".join(coded[0][coded[1][start:start + chunk]].tolist()))
                 yield (b", " + part) if start else part
             yield b"]"
         yield b"\n    }" if names else b"}"
@@ -293,6 +295,10 @@ def _record_template(analysis: Analysis, runs: dict[str, Any]) -> tuple[str, lis
 
     def texts_of(values: Any, or_empty: bool = False) -> Callable[[int, int], list[Any]]:
         array = _column_array(values)
+        coded = _coded_texts(array, or_empty, as_bytes=_orjson is not None)
+        if coded is not None:  # strings: each distinct one encoded once, rows pick theirs by code
+            table, codes = coded
+            return lambda start, stop: table[codes[start:stop]].tolist()
         if _orjson is not None:
             return lambda start, stop: json_bytes(array[start:stop], or_empty)
         return lambda start, stop: json_texts(array[start:stop], or_empty)
@@ -368,6 +374,22 @@ def json_texts(array: np.ndarray, or_empty: bool = False) -> list[str]:
             text = _encode(value)
         out.append(text)
     return out
+
+
+def _coded_texts(array: np.ndarray, or_empty: bool, as_bytes: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """A column of strings (and missing values) as (JSON text of each distinct value, then of a missing
+    one; each row's position in it), so a chunk of rows is one ``take``; None for any other column
+    (the texts are those ``json_texts`` gives, as UTF-8 bytes with ``as_bytes``)."""
+    import pandas as pd
+    from pandas.api.types import infer_dtype
+
+    if array.dtype.kind not in "OUS" or infer_dtype(array, skipna=True) not in ("string", "empty"):
+        return None
+    codes, distinct = pd.factorize(array, use_na_sentinel=True)
+    texts = [_encode_str(value) if value or not or_empty else '""' for value in distinct.tolist()]
+    texts.append('""' if or_empty else "null")
+    table = np.array([text.encode("utf-8") for text in texts] if as_bytes else texts, dtype=object)
+    return table, codes  # code -1 (missing) takes the last entry
 
 
 def _text_column(array: np.ndarray, or_empty: bool) -> list[str] | None:
