@@ -106,11 +106,12 @@ def read_parts(path: str | Path, *, raw_columns: frozenset[str] | None = None) -
     head = read_head(path)
     if head is not None and _ends_with_newline(path):  # a cut-off file goes the whole-text way: its last row is dropped
         found = _sniff_bounded(path, head.text)
-        if found is not None and found.format == "ncu-raw":
-            # the wide raw page is streamed from the file, never held whole in memory
-            from nvperf_bridge.importers.ncu_raw import read_stream
-
-            parsed = read_stream(path, head, found, raw_columns)
+        streamed = {"ncu-raw": "nvperf_bridge.importers.ncu_raw", "nvprof-trace": "nvperf_bridge.importers.nvprof_trace"}
+        if found is not None and found.format in streamed:
+            # the wide raw page and the long trace are streamed from the file, never held whole in memory
+            module = importlib.import_module(streamed[found.format])
+            parsed = (module.read_stream(path, head, found, raw_columns) if found.format == "ncu-raw"
+                      else module.read_stream(path, head, found))
             if parsed is not None:
                 parsed.info.encoding = "UTF-8 with BOM" if head.bom else "UTF-8"
                 return [parsed]

@@ -194,6 +194,7 @@ class TableStream(io.RawIOBase):
         self._tail = b""
         self._done = False
         self.ended_early = False  # the table ended before the end of the file
+        self._end = -1  # the file offset where it ended (when it ended early)
 
     def readable(self) -> bool:
         return True
@@ -216,6 +217,7 @@ class TableStream(io.RawIOBase):
             match = _TABLE_END_BYTES.search(buf)
             end = len(buf) if match is None else match.start() + 1
             self.ended_early = match is not None
+            self._end = self._fh.tell() - len(buf) + end
             self._out += buf[:end]
             self._tail, self._done = b"", True
             return
@@ -226,11 +228,22 @@ class TableStream(io.RawIOBase):
         # a match before the last newline sees the whole next line: it is final
         match = _TABLE_END_BYTES.search(buf)
         if match is not None and match.start() < last:
+            self._end = self._fh.tell() - len(buf) + match.start() + 1
             self._out += buf[:match.start() + 1]
             self._tail, self._done, self.ended_early = b"", True, True
             return
         self._out += buf[:last]
         self._tail = buf[last:]
+
+    def rest_is_blank(self, limit: int = 1 << 20) -> bool:
+        """Whether only blank lines follow where the table ended (after ``ended_early``; more than
+        ``limit`` bytes after it count as not blank)."""
+        if not self.ended_early:
+            return True
+        with open(self._fh.name, "rb") as fh:
+            fh.seek(self._end)
+            rest = fh.read(limit + 1)
+        return len(rest) <= limit and not rest.strip()
 
     def readinto(self, b) -> int:  # type: ignore[override]
         want = len(b)
