@@ -308,16 +308,18 @@ def bench_small(realdata: Path, repeat: int, work: Path) -> list[Row]:
 
 
 def bench_analyze_json(kind: str, paths: list[Path], repeat: int, limit: float, work: Path, launches: int) -> Row:
-    floor, floor_rss = median_child([sys.executable, "-c", read_csv_code(paths)], repeat)
+    floor_cmd = [sys.executable, "-c", read_csv_code(paths)]
+    floor, floor_rss = median_child(floor_cmd, repeat)
     out = work / "out.json"
     gpu = GPU[kind]
-    wall, rss = median_child(cli() + ["analyze", *map(str, paths), "--gpu", gpu, "--format", "json", "-o", str(out),
-                                      "--force", "-q"], repeat)
+    cmd = cli() + ["analyze", *map(str, paths), "--gpu", gpu, "--format", "json", "-o", str(out), "--force", "-q"]
+    wall, rss = median_child(cmd, repeat)
     size = sum(p.stat().st_size for p in paths)
+    cpu, floor_cpu = median_cpu(cmd), median_cpu(floor_cmd)
     return Row(f"analyze --format json, {kind}, {launches:,} launches ({fmt_b(size)})", wall,
                "bare read_csv (fresh process)", floor, limit_ratio=limit, rss=rss, input_bytes=size, rss_limit=1.5,
-               note=f"JSON {fmt_b(out.stat().st_size)}; read_csv RSS {fmt_b(floor_rss)} "
-                    f"({floor_rss / size:.2f}x input)")
+               note=f"JSON {fmt_b(out.stat().st_size)}; CPU {fmt_s(cpu)} = {cpu / floor_cpu:.2f}x read_csv's "
+                    f"{fmt_s(floor_cpu)}; read_csv RSS {fmt_b(floor_rss)} ({floor_rss / size:.2f}x input)")
 
 
 def bench_models(raw: Path, n: int) -> tuple[Row, list[str]]:
@@ -413,21 +415,25 @@ def bench_excel(path: Path, kind: str, repeat: int, work: Path) -> Row:
 def bench_memory(path: Path, work: Path, formats: tuple[str, ...]) -> list[Row]:
     """Peak RSS of ``analyze`` on a large ncu raw file for each output format, against the file's size."""
     size = path.stat().st_size
-    floor_wall, floor_rss = run_child([sys.executable, "-c", read_csv_code([path])])
+    floor_cmd = [sys.executable, "-c", read_csv_code([path])]
+    floor_wall, floor_rss = run_child(floor_cmd)
+    floor_cpu = median_cpu(floor_cmd)
     rows = []
     for fmt in formats:
         out = work / f"memory.{fmt}"
         extra = ["--format", fmt] if fmt in ("json", "csv", "parquet") else []
         name = f"peak RSS of analyze -o out.{fmt}, ncu-raw, {fmt_b(size)} file"
+        cmd = cli() + ["analyze", str(path), "--gpu", GPU["ncu-raw"], "-o", str(out), "--force", "-q", *extra]
         try:
-            wall, rss = run_child(cli() + ["analyze", str(path), "--gpu", GPU["ncu-raw"], "-o", str(out), "--force",
-                                           "-q", *extra])
+            wall, rss = run_child(cmd)
         except ChildFailed as exc:  # killed by the kernel's OOM killer: its peak is still a lower bound
             rows.append(Row(name, exc.wall, "bare read_csv (fresh process)", floor_wall, rss=exc.rss,
                             input_bytes=size, rss_limit=1.5, note=f"exit {exc.code} (killed?)"))
             continue
+        cpu = CPU_SECONDS[" ".join(cmd)][-1]  # this run's, not an earlier format's
         rows.append(Row(name, wall, "bare read_csv (fresh process)", floor_wall, rss=rss, input_bytes=size,
-                        rss_limit=1.5, note=f"read_csv RSS {fmt_b(floor_rss)} ({floor_rss / size:.2f}x input)"))
+                        rss_limit=1.5, note=f"CPU {fmt_s(cpu)} = {cpu / floor_cpu:.2f}x read_csv's {fmt_s(floor_cpu)}; "
+                                            f"read_csv RSS {fmt_b(floor_rss)} ({floor_rss / size:.2f}x input)"))
         out.unlink(missing_ok=True)
     return rows
 
