@@ -180,7 +180,7 @@ def render_json(analysis: Analysis) -> str:
     return b"".join(iter_json(analysis)).decode("utf-8")
 
 
-def iter_json(analysis: Analysis, chunk: int = 20_000) -> Iterator[bytes]:
+def iter_json(analysis: Analysis, chunk: int = 5_000) -> Iterator[bytes]:
     """The JSON report as UTF-8 chunks, produced ``chunk`` kernels at a time (never the whole text at once).
 
     The document around the kernels is indented; each kernel record is one
