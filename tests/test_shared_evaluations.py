@@ -34,10 +34,14 @@ def test_transit_is_evaluated_once_per_run_and_reads_as_alone(kernels, monkeypat
     pd.testing.assert_frame_equal(runs["transit"].result, alone["transit"].result, check_exact=True)
     assert runs["recommended"].result is not None
     assert all(run.wall_s > 0 and run.cpu_s >= 0 for run in runs.values())
-    # other options for the Transit model: evaluated on its own (the recommended estimate's own evaluation
-    # is in its term cache for a frame this small)
+    # other options for the Transit model: evaluated once more, on its own, with its options. The
+    # recommended estimate's own evaluation (default options) may come from its term cache or not: the
+    # cache keys on the columns' memory, which pandas' Arrow-backed strings (pyarrow installed) rebuild
+    # on every read, so it is not asserted here.
+    calls.clear()
     run_models(kernels, gpu, registry, ["recommended", "transit"], options={"transit": {"precision": "dp"}})
-    assert calls == [{}, {"precision": "dp"}]
+    assert calls.count({"precision": "dp"}) == 1
+    assert all(c == {} for c in calls if c != {"precision": "dp"}) and len(calls) <= 2
 
 
 def test_outside_a_block_nothing_is_kept(kernels) -> None:
