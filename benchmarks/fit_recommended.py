@@ -8,9 +8,10 @@ Usage (from the repository root)::
 The constants of the ``recommended`` model (plugins/recommended.py) are fitted with
 ``calibrate``'s fitter (bounded least squares on log(predicted/measured), soft_l1 loss)
 starting from the model's NEUTRAL values, never from the shipped ones, on every timed
-kernel of ``../shared/realdata/magus-corpus``. Its accuracy is the 5-fold cross-validation
-grouped by application (every kernel of one metrics+trace pair in the same fold; the fit
-inside each fold starts from NEUTRAL too), repeated over 3 fold seeds. The data file records
+kernel of ``../shared/realdata/magus-corpus`` (all but ``HELD_AT_PEAK``, which stay 1).
+Its accuracy is the 5-fold cross-validation grouped by application (every kernel of one
+metrics+trace pair in the same fold; the fit inside each fold starts from NEUTRAL too),
+repeated over 3 fold seeds (``--seeds N`` for more). The data file records
 the values, the files and corpus commit, the CV figures, which terms the estimate leans on
 (the share of kernels each bound term dominates, and Transit's weight in the blend) and the date.
 """
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from nvperf_bridge.accuracy import accuracy_stats
     from nvperf_bridge.analysis import choose_gpu
-    from nvperf_bridge.builtin_plugins.recommended import BOUND_TERMS, MODEL, NEUTRAL
+    from nvperf_bridge.builtin_plugins.recommended import BOUND_TERMS, HELD_AT_PEAK, MODEL, NEUTRAL
     from nvperf_bridge.calibration import (
         CalibrationSettings,
         application_groups,
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         if seed > 0:
             from nvperf_bridge.calibration import cross_validate
 
-            specs = tuple(MODEL.constants)
+            specs = tuple(c for c in MODEL.constants if c.name in settings.only[MODEL.id])  # HELD_AT_PEAK stay 1
             cv = cross_validate(MODEL, kernels, start, specs, dict(NEUTRAL), settings, {}, groups)
         else:
             cv = outcome.cv
@@ -95,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         "label": "recommended estimate (beyond the papers)",
         "constants": {name: float(f"{value:.6g}") for name, value in values.items()},
         "constants_fitted": [c.name for c in outcome.fitted],
-        "constants_not_fitted": {c.name: c.reason for c in outcome.unfitted},
+        "constants_not_fitted": {c.name: ("held at 1: the bound is the hardware's peak (issue rate, datasheet DRAM "
+                                          "bandwidth), not fitted" if c.name in HELD_AT_PEAK else c.reason)
+                                 for c in outcome.unfitted},
         "fitted_for": {"gpus": "GeForce GTX 1080 Ti", "compute_capabilities": sorted({str(gpu.compute_capability)})},
         "leans_on": {"terms": list(BOUND_TERMS), "share_of_kernels_dominated_by": leans,
                      "paper_models": ["transit"], "transit_weight": float(f"{values['w_transit']:.4g}")},

@@ -18,9 +18,13 @@ counts are never inputs)::
 - ``T_issue``   = inst_issued (else inst_executed) / (sm_count x 4 schedulers x clock):
   the instruction-issue bound (4 warp schedulers per SM from Kepler to Blackwell);
 - ``T_dram``    = dram_bytes / memory bandwidth: the DRAM bandwidth bound;
-- ``T_l2``      = global load + store sectors (``counters.global_sectors``: 32-byte sectors on
-  every architecture) x 32 B / memory bandwidth:
-  the L1/L2 traffic bound (k_l2 absorbs the L2-to-DRAM bandwidth ratio);
+- ``T_l2``      = the bytes the L2 itself served (``l2_read_bytes`` + ``l2_write_bytes``: ncu
+  ``lts__t_sectors_op_read/write.sum``, nvprof ``l2_read/write_transactions`` x 32) / memory
+  bandwidth: the L2 traffic bound (k_l2 absorbs the L2-to-DRAM bandwidth ratio). Counted at the
+  L2, so global loads served by the L1 are not charged, and local-memory, texture and atomic
+  traffic is. Where the L2 counters were not collected: global load + store sectors
+  (``counters.global_sectors``, 32-byte sectors on every architecture) x 32 B, the traffic the
+  L1 sent on before its hits are known;
 - ``T_shared``  = shared-memory wavefronts / (sm_count x clock): one wavefront per cycle per SM;
 - ``T_fp64``    = flop_dp / the profile's peak FP64 rate (sm_count x fp64_units_per_sm x 2 x clock):
   the double-precision pipe bound (1/32 of FP32 on GeForce parts);
@@ -40,6 +44,11 @@ once on magus-corpus (43 applications on a GTX 1080 Ti, application-grouped
 cross-validation; ``benchmarks/fit_recommended.py``), shipped as their defaults with that
 provenance, and refitted for any GPU with ``nvperf-bridge calibrate --model recommended``
 (also ``--per-kernel``). No constant is tuned to an application: all are shared by every kernel.
+Two of them are not fitted in the shipped estimate (``HELD_AT_PEAK``): ``k_issue`` and ``k_dram``
+stay 1, so the issue and DRAM bounds are the hardware's own peaks (4 instructions per SM per
+cycle, the datasheet bandwidth). Fitting them let kernels limited by latency pull those bounds
+above the peak (k_dram 1.23, k_issue 1.22 in model 2.0), and held-out accuracy was worse for it
+(docs/calibration.md, "The recommended estimate").
 
 The label: the term that dominates the bound model (issue / fp64 -> compute, dram / l2 /
 shared -> memory-bandwidth, memlat / atomic -> memory-latency, latency -> parallelism
@@ -85,7 +94,7 @@ from nvperf_bridge.model import (
 )
 
 MODEL_ID = "recommended"
-MODEL_VERSION = "2.0"
+MODEL_VERSION = "2.1"
 DATA_FILE = "recommended_estimate.json"
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, cc 3.x (Kepler) to 10.x/12.x: CUDA C++ Programming Guide, "Compute Capabilities"
 SECTOR_BYTES = 32
@@ -102,6 +111,10 @@ ATOMIC_SOURCES: tuple[tuple[str, ...], ...] = (
     ("l1tex__t_set_accesses_pipe_lsu_mem_global_op_atom.sum", "l1tex__t_set_accesses_pipe_lsu_mem_global_op_red.sum"),
 )
 
+# Constants the shipped fit holds at 1 (benchmarks/fit_recommended.py, and benchmarks/accuracy.py's
+# refits through ``fit_settings``): the issue and DRAM bounds at the hardware's published peaks.
+HELD_AT_PEAK = ("k_issue", "k_dram")
+
 # Where the fit starts (and the defaults when the shipped data file is absent): every
 # bound at its hardware peak (k = 1), 4 cycles per dependent instruction, 400 cycles per
 # exposed memory request, 1 cycle per atomic transaction, 3 us of launch overhead, a soft
@@ -113,7 +126,7 @@ _SPECS = (
     ("overhead_ns", "ns", (100.0, 1e5), "launch overhead added to every kernel"),
     ("k_issue", "x", (1e-3, 1e3), "factor on the instruction-issue bound"),
     ("k_dram", "x", (1e-3, 1e3), "factor on the DRAM bandwidth bound"),
-    ("k_l2", "x", (1e-3, 1e3), "factor on the global-sector (L1/L2 traffic) bound"),
+    ("k_l2", "x", (1e-3, 1e3), "factor on the L2 traffic bound (bytes the L2 served, at the DRAM bandwidth)"),
     ("k_shared", "x", (1e-3, 1e3), "factor on the shared-memory wavefront bound"),
     ("k_fp64", "x", (1e-3, 1e3), "factor on the FP64 pipe bound"),
     ("k_atomic", "cycles", (1e-3, 1e4), "cycles per global atomic transaction, serialised GPU-wide"),
@@ -140,7 +153,10 @@ def _constants() -> tuple[ConstantSpec, ...]:
     values = fit.get("constants", {}) if fit.get("model_version") == MODEL_VERSION else {}
     source = (f"fitted on {fit['provenance']['data']} ({fit['provenance']['date']}); "
               f"data/{DATA_FILE}" if values else "neutral start value (no shipped fit for this model version)")
-    return tuple(ConstantSpec(name, float(values.get(name, NEUTRAL[name])), unit, bounds, meaning, source)
+    held = (f"held at 1, the hardware's peak (not fitted) in the fit on {fit['provenance']['data']}; data/{DATA_FILE}"
+            if values else source)
+    return tuple(ConstantSpec(name, float(values.get(name, NEUTRAL[name])), unit, bounds, meaning,
+                              held if name in HELD_AT_PEAK else source)
                  for name, unit, bounds, meaning in _SPECS)
 
 
@@ -151,6 +167,19 @@ def atomic_transactions(kernels: pd.DataFrame) -> pd.Series:
             total = sum(pd.to_numeric(kernels[name], errors="coerce") for name in names)
             return pd.Series(total, index=kernels.index, dtype="float64").fillna(0.0)
     return pd.Series(0.0, index=kernels.index, dtype="float64")
+
+
+def l2_traffic_bytes(kernels: pd.DataFrame, gpu: GpuProfile) -> pd.Series:
+    """Bytes the L2 served per launch: ``l2_read_bytes`` + ``l2_write_bytes`` (counted at the L2,
+    so global loads the L1 served are not in it); where either was not collected, the global
+    load + store sectors x 32 B (``counters.global_sectors``: 32-byte sectors on every
+    architecture, issue 15 item 7), the traffic the L1 sends on before its hits are known."""
+    from nvperf_bridge.counters import global_sectors
+
+    ld_sectors, st_sectors, _ = global_sectors(kernels, gpu)
+    sectors = (ld_sectors.fillna(0) + st_sectors.fillna(0)) * SECTOR_BYTES
+    counted = column_or_nan(kernels, "l2_read_bytes") + column_or_nan(kernels, "l2_write_bytes")
+    return counted.where(counted.notna(), sectors)
 
 
 def stock_transit_profile(gpu: GpuProfile) -> GpuProfile:
@@ -182,10 +211,7 @@ def term_table(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any
     issued = issued.where(issued.notna(), executed)
     dram = column_or_nan(kernels, "dram_bytes")
     dram = dram.where(dram.notna(), column_or_nan(kernels, "dram_read_bytes") + column_or_nan(kernels, "dram_write_bytes"))
-    from nvperf_bridge.counters import global_sectors
-
-    ld_sectors, st_sectors, _ = global_sectors(kernels, gpu)  # 32-byte sectors on every architecture (issue 15 item 7)
-    sectors = ld_sectors.fillna(0) + st_sectors.fillna(0)
+    l2_bytes = l2_traffic_bytes(kernels, gpu)
     wavefronts = (column_or_nan(kernels, "shared_ld_wavefronts").fillna(0)
                   + column_or_nan(kernels, "shared_st_wavefronts").fillna(0))
     requests = column_or_nan(kernels, "inst_global_ld").fillna(0) + column_or_nan(kernels, "inst_global_st").fillna(0)
@@ -197,7 +223,7 @@ def term_table(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any
         table = pd.DataFrame({
             "issue": issued / (gpu.sm_count * SCHEDULERS_PER_SM * clock) * 1e9,
             "dram": dram / bandwidth * 1e9,
-            "l2": sectors * SECTOR_BYTES / bandwidth * 1e9,
+            "l2": l2_bytes / bandwidth * 1e9,
             "shared": wavefronts / (gpu.sm_count * clock) * 1e9,
             "fp64": flop_dp / fp64_peak * 1e9 if fp64_peak else flop_dp * 0.0,
             "atomic": atomic_transactions(kernels) / clock * 1e9,
@@ -288,15 +314,16 @@ class RecommendedModel:
 
     id = MODEL_ID
     version = MODEL_VERSION
-    description = ("Recommended estimate (beyond the papers): launch overhead + soft maximum of fitted issue, DRAM, "
-                   "L2, shared-memory, FP64, atomic, latency and memory-latency bounds, blended geometrically with "
-                   "Transit's prediction; chosen by application-grouped cross-validation on magus-corpus")
+    description = ("Recommended estimate (beyond the papers): launch overhead + soft maximum of the issue and DRAM "
+                   "bounds at the hardware's peaks and fitted L2, shared-memory, FP64, atomic, latency and "
+                   "memory-latency bounds, blended geometrically with Transit's prediction; chosen by "
+                   "application-grouped cross-validation on magus-corpus")
     paper = ("nvperf-bridge recommended estimate (not a paper's model): fitted on magus-corpus; blends Transit "
              "(Li et al., HPDC'15) with bound and latency terms")
     requires = Requirements(
         required=("grid_blocks", "block_threads", "inst_executed", "dram_bytes"),
-        optional=("inst_issued", "global_ld_sectors", "global_st_sectors", "shared_ld_wavefronts",
-                  "shared_st_wavefronts", "inst_global_ld", "inst_global_st", "achieved_occupancy",
+        optional=("inst_issued", "l2_read_bytes", "l2_write_bytes", "global_ld_sectors", "global_st_sectors",
+                  "shared_ld_wavefronts", "shared_st_wavefronts", "inst_global_ld", "inst_global_st", "achieved_occupancy",
                   "registers_per_thread", "shared_mem_per_block_bytes", "dram_read_bytes", "dram_write_bytes",
                   "flop_dp",
                   # read under the profiler's own names (kept raw by analyze because they are listed here):
@@ -307,7 +334,8 @@ class RecommendedModel:
     # How the shipped fit and its cross-validation were made (benchmarks/fit_recommended.py; benchmarks/accuracy.py
     # refits the same way inside each fold, from NEUTRAL, never from the shipped values).
     fit_start = NEUTRAL
-    fit_settings = {"loss": "soft_l1", "f_scale": 0.5, "max_nfev": 400}
+    fit_settings = {"loss": "soft_l1", "f_scale": 0.5, "max_nfev": 400,
+                    "only": {MODEL_ID: tuple(name for name, *_ in _SPECS if name not in HELD_AT_PEAK)}}
 
     def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
         result = empty_result(kernels)
