@@ -107,3 +107,12 @@ def test_no_measured_times_says_so() -> None:
     text = render_markdown(analysis)
     assert "the input has no measured times" in text
     assert "No kernel has both a measured time and a prediction" in text
+
+
+def test_the_readme_example_counts_one_launch_in_the_singular() -> None:
+    """The README's first command (one kernel, one launch) reads as English."""
+    from nvperf_bridge.analysis import analyze_files
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "papers" / "hong-kim-table2.yaml"
+    text = render_markdown(analyze_files([example]))
+    assert "1 launch in 1 kernel group " in text and "1 launches" not in text

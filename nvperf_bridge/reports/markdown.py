@@ -179,7 +179,7 @@ def _groups(review: Review) -> str:
         rows.append(cells)
     launches = int(review.groups.table["launches"].sum())
     count = len(review.groups.table)
-    intro = (f"{launches:,} launches in {count:,} kernel group{'s' if count != 1 else ''} "
+    intro = (f"{launches:,} launch{'es' if launches != 1 else ''} in {count:,} kernel group{'s' if count != 1 else ''} "
              "(kernel and launch shape), longest first.")
     if has_time:
         top = int(review.groups.table["top"].sum())
