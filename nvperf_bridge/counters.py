@@ -21,6 +21,11 @@ def dram_bytes(kernels: pd.DataFrame) -> pd.Series:
     return total.where(total.notna(), parts)
 
 
+def l2_bytes(kernels: pd.DataFrame) -> pd.Series:
+    """Bytes the L2 served: ``l2_read_bytes`` + ``l2_write_bytes`` (missing unless both were collected)."""
+    return column_or_nan(kernels, "l2_read_bytes") + column_or_nan(kernels, "l2_write_bytes")
+
+
 def sm_clock(kernels: pd.DataFrame, gpu: GpuProfile) -> tuple[pd.Series, pd.Series]:
     """SM clock per kernel for cycles <-> ns: the measured ``sm_clock_hz`` when present
     and positive (GPUs boost and throttle), else the profile's clock; and which was used."""

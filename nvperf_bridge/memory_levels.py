@@ -32,8 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from nvperf_bridge.counters import dram_bytes
-from nvperf_bridge.model import column_or_nan
+from nvperf_bridge.counters import dram_bytes, l2_bytes
 
 SECTOR_BYTES = 32.0
 
@@ -50,7 +49,7 @@ def served_fractions(kernels: pd.DataFrame, sectors: pd.Series) -> dict[str, pd.
 
     index = kernels.index
     dram_sectors = dram_bytes(kernels) / SECTOR_BYTES
-    l2_sectors = (column_or_nan(kernels, "l2_read_bytes") + column_or_nan(kernels, "l2_write_bytes")) / SECTOR_BYTES
+    l2_sectors = l2_bytes(kernels) / SECTOR_BYTES
     # a traffic count computed from the kernel's own duration (ncu throughput x time) would carry the measured
     # time into the prediction: such a kernel is split as if the counter were not collected
     dram_sectors = dram_sectors.mask(time_derived_any(kernels, ["dram_bytes", "dram_read_bytes", "dram_write_bytes"]))

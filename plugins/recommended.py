@@ -174,11 +174,11 @@ def l2_traffic_bytes(kernels: pd.DataFrame, gpu: GpuProfile) -> pd.Series:
     so global loads the L1 served are not in it); where either was not collected, the global
     load + store sectors x 32 B (``counters.global_sectors``: 32-byte sectors on every
     architecture, issue 15 item 7), the traffic the L1 sends on before its hits are known."""
-    from nvperf_bridge.counters import global_sectors
+    from nvperf_bridge.counters import global_sectors, l2_bytes
 
     ld_sectors, st_sectors, _ = global_sectors(kernels, gpu)
     sectors = (ld_sectors.fillna(0) + st_sectors.fillna(0)) * SECTOR_BYTES
-    counted = column_or_nan(kernels, "l2_read_bytes") + column_or_nan(kernels, "l2_write_bytes")
+    counted = l2_bytes(kernels)
     return counted.where(counted.notna(), sectors)
 
 

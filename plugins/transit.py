@@ -120,7 +120,7 @@ import pandas as pd
 
 from nvperf_bridge import labels
 from nvperf_bridge.columns import describe_missing
-from nvperf_bridge.counters import dram_bytes
+from nvperf_bridge.counters import dram_bytes, l2_bytes
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
 from nvperf_bridge.launch import launch_geometry
@@ -302,7 +302,7 @@ class TransitModel:
         # EXTENSION (l2_sector_cost > 0): the sectors L2 served without going to DRAM are CS work (the paper
         # counts cache hits in the CS, at the cost of their load instruction only); each costs l2_sector_cost
         # issue slots, so a kernel that streams from L2 is limited by the L2's bandwidth, not by DRAM's
-        l2_sectors = (column_or_nan(kernels, "l2_read_bytes") + column_or_nan(kernels, "l2_write_bytes")) / DRAM_TRANSACTION_BYTES
+        l2_sectors = l2_bytes(kernels) / DRAM_TRANSACTION_BYTES
         l2_hit_sectors = (l2_sectors - dram.fillna(0.0) / DRAM_TRANSACTION_BYTES).clip(lower=0.0).fillna(0.0)
         cache_work = values["l2_sector_cost"] * l2_hit_sectors
         instructions = instructions + cache_work
