@@ -12,7 +12,8 @@ import pytest
 from nvperf_bridge.analysis import analyze_files
 from nvperf_bridge.review.advice import load_rules, row_quantities
 from nvperf_bridge.review.build import build_review, review_dict
-from nvperf_bridge.review.verdict import WITHIN, nsight_side, speed_of_light, vote_weights
+from nvperf_bridge.review.verdict import (WITHIN, measured_label, nsight_side, speed_of_light,
+                                          view_covers_every_unit, vote_weights)
 
 LUD = ("magus/magus__metrics_rodinia_lud.csv", "magus/magus__traces_rodinia_lud.csv")
 SGEMM = ("magus/magus__metrics_parboil_sgemm.csv", "magus/magus__traces_parboil_sgemm.csv")
@@ -64,6 +65,72 @@ def test_nsight_speed_of_light_beside_the_verdict_v100(realdata_dir: Path) -> No
     assert "DRAM at 61% of peak" in " ".join(a["text"] for a in step["advice"])
     occupancy = [a["text"] for a in flux["advice"] if a["rule"] == "low-occupancy"]
     assert occupancy and "limited by 58 registers per thread" in occupancy[0]
+
+
+def test_measured_view_overrules_a_vote_nothing_measured_backs(realdata_dir: Path) -> None:
+    """The magus matrixMul metrics file alone: no measured time, so the one vote (roofline, compute,
+    unvalidated on this GPU) rests on nothing checked, while nvprof's unit levels put the memory side
+    (shared memory, the tiles) at 70% of peak and the SM at 40%. The verdict follows the
+    measurement, says so and names the overruled label."""
+    analysis = _analysis(realdata_dir, "magus/magus__matrixMul_metrics.csv")
+    row = build_review(analysis).group_rows()[0]
+    assert not row["models_within"] and row["model_labels"] == {"roofline": "compute"}
+    assert row["nsight"]["view"] == "memory" and row["nsight"]["memory"] == pytest.approx(0.7)
+    assert row["verdict"] == "memory-bandwidth" and not row["nsight"]["disagrees_with_verdict"]
+    assert row["basis"].startswith("measured, not voted") and "against the models' compute" in row["basis"]
+
+
+def test_v100_verdict_sides_with_nsight_where_the_models_split(realdata_dir: Path) -> None:
+    """cuda_compute_flux: the two voting models read DRAM bytes derived from the time and split
+    (recommended memory-bandwidth, Transit parallelism); Nsight measures memory at 35% and the SM at
+    23% of peak, so the latency-side label is the verdict, as the advice already said."""
+    analysis = _analysis(realdata_dir, V100_CFD)
+    rows = {r["kernel"]: r for r in build_review(analysis).group_rows()}
+    flux, step = rows["cuda_compute_flux"], rows["cuda_time_step"]
+    assert "memory-bandwidth" in flux["model_labels"].values()
+    assert flux["verdict"] == "parallelism" and not flux["nsight"]["disagrees_with_verdict"]
+    assert "over memory-bandwidth" in flux["basis"]
+    assert flux["advice"][0]["rule"] == "latency-bound"
+    # where the measurement agrees with the larger vote, the vote stands as it was
+    assert step["verdict"] == "memory-bandwidth" and step["basis"].startswith("2 of 3 voting models;")
+
+
+def test_dram_only_latency_view_judges_nothing_amaris(realdata_dir: Path) -> None:
+    """amaris GTX TITAN: the uncoalesced matrix multiply has DRAM bytes and a time but no L2, shared
+    or pipe levels, so DRAM under 60% cannot say the kernel is not memory-bound (its loads are served
+    by L2): the memory-bandwidth verdict stands, unflagged."""
+    analysis = _analysis(realdata_dir, "amaris-kepler-maxwell/gtx-titan.yaml")
+    assert not view_covers_every_unit(analysis).any()
+    row = next(r for r in build_review(analysis).group_rows() if r["kernel"].startswith("matMul_gpu_uncoalesced n=8192 block=16x1"))
+    assert row["nsight"]["view"] == "latency" and row["verdict"] == "memory-bandwidth"
+    assert not row["nsight"]["disagrees_with_verdict"] and not row["basis"].startswith("measured")
+
+
+@pytest.mark.parametrize(("app", "kernel", "picked", "outvoted"), [
+    # hong-kim (compute) and the recommended estimate (memory-bandwidth) both within 2x: a tie the
+    # vocabulary's order used to give to compute, while shared memory runs at 90% of peak
+    ("cudasdk_sortingNetworks", "bitonicSortShared", "memory-bandwidth", "compute"),
+    # two models say memory-bandwidth, Transit says parallelism, DRAM runs at 48% and the SM at 24%
+    ("cudasdk_FDTD3d", "FiniteDifferencesKernel", "parallelism", "memory-bandwidth"),
+])
+def test_split_vote_goes_to_the_label_on_the_measured_side(realdata_dir: Path, app: str, kernel: str,
+                                                            picked: str, outvoted: str) -> None:
+    analysis = _analysis(realdata_dir, f"magus-corpus/metrics_{app}.csv", f"magus-corpus/traces_{app}.csv")
+    row = next(r for r in build_review(analysis).group_rows() if r["kernel"] == kernel)
+    voters = {m["model"] for m in row["models_within"]}
+    assert {row["model_labels"][v] for v in voters} >= {picked, outvoted}  # the accurate models split
+    assert row["verdict"] == picked and not row["nsight"]["disagrees_with_verdict"]
+    assert f"over {outvoted}" in row["basis"] and "the label on the measured side" in row["basis"]
+
+
+def test_measured_label_for_each_view() -> None:
+    assert measured_label("memory", 0.1, 0.8, {"compute": 1.0}, {}) == "memory-bandwidth"
+    assert measured_label("compute", 0.8, 0.1, {}, {}) == "compute"
+    # latency: the models' latency-side label when they gave one, else by the busier side
+    assert measured_label("latency", 0.2, 0.3, {"memory-bandwidth": 1.0, "parallelism": 0.5}, {}) == "parallelism"
+    assert measured_label("latency", 0.2, 0.3, {"compute": 1.0}, {"a": "synchronization"}) == "synchronization"
+    assert measured_label("latency", 0.2, 0.3, {"memory-bandwidth": 1.0}, {"a": "memory-bandwidth"}) == "memory-latency"
+    assert measured_label("latency", 0.4, 0.1, {"compute": 1.0}, {"a": "compute"}) == "parallelism"
 
 
 def test_nsight_side_and_disagreement_flag() -> None:

@@ -36,6 +36,10 @@ REVIEW_COLUMNS: frozenset[str] = frozenset({
     "Block Limit Registers", "Block Limit Shared Mem", "Block Limit Warps", "Block Limit SM",
     "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem", "launch__occupancy_limit_warps",
     "launch__occupancy_limit_blocks",
+    # nvprof's utilisation levels (verdict.speed_of_light's busiest unit per side)
+    "shared_utilization", "single_precision_fu_utilization",
+    "double_precision_fu_utilization", "half_precision_fu_utilization", "special_fu_utilization",
+    "ldst_fu_utilization", "cf_fu_utilization",
 })
 
 

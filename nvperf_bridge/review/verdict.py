@@ -13,12 +13,24 @@ Who votes
 Nsight's view
     Nsight Compute's speed-of-light throughputs (``sol_sm_fraction`` for compute,
     ``sol_memory_fraction`` for memory, both of peak). nvprof files have none;
-    there the memory side is DRAM bytes / time / the profile's bandwidth and the
-    compute side nvprof's ``issue_slot_utilization``, labelled "derived". The view
+    there the memory side is DRAM bytes / time / the profile's bandwidth or the
+    busiest of nvprof's L2, shared and texture utilisation levels, and the compute
+    side nvprof's ``issue_slot_utilization`` or its busiest function-unit level,
+    labelled "derived". The view
     is "compute" or "memory" when one is at least ``SOL_BOUND`` (60%, ncu's own
     SpeedOfLight rule threshold) and above the other, "latency" when both are
     below it. The verdict and the view disagree when they name different sides
     (memory-latency, parallelism and synchronization count as the latency side).
+    A latency view from DRAM bytes and issue slots alone (no unit levels) judges
+    nothing: it cannot rule out an L2-, shared- or pipe-bound kernel.
+
+When the measurement outweighs the vote
+    A vote that no model earned against the measured time (no model of the group
+    within 2x of a time it did not read its inputs from) is a claim nothing here
+    has checked; where Nsight's view of the same launches contradicts it, the
+    verdict follows the measured throughputs instead (``MEASURED_LABEL``) and the
+    basis says so and names the models' overruled label. Where a model was judged
+    within 2x, its vote stands and a disagreement is flagged for the reviewer.
 """
 
 from __future__ import annotations
@@ -37,6 +49,11 @@ SOL_BOUND = 0.60  # ncu SpeedOfLight rule: under 60% of peak on both sides is a 
 # Which side of Nsight's speed-of-light view each bottleneck label is on.
 _SIDE = {"compute": "compute", "memory-bandwidth": "memory", "memory-latency": "latency",
          "parallelism": "latency", "synchronization": "latency", "balanced": "", "unknown": ""}
+
+# The label a measured view gives when it overrules an unchecked vote and no model offers a label on
+# its side: a memory-bound vote with every unit under 60% of peak is waiting on memory latency; with
+# the SM side the busier one, too few warps issue to hide their own latency.
+MEASURED_LABEL = {"compute": "compute", "memory": "memory-bandwidth"}
 
 
 def validated_accuracy(gpu: Any, model_id: str) -> float | None:
@@ -112,9 +129,46 @@ def speed_of_light(analysis: Any) -> tuple[pd.Series, pd.Series, str]:
     dram = dram.fillna(column_or_nan(kernels, "dram_read_bytes") + column_or_nan(kernels, "dram_write_bytes"))
     memory = dram / (duration * 1e-9) / analysis.row_gpu_value("memory_bandwidth_bytes_per_s")
     compute = column_or_nan(kernels, "issue_slot_utilization")
+    # Nsight's speed of light is the busiest unit of each side; nvprof's utilisation levels of the
+    # other units stand in for theirs (an L2- or shared-bound kernel is memory-bound with DRAM idle)
+    memory_levels = _busiest(kernels, NVPROF_MEMORY_LEVELS)
+    compute_levels = _busiest(kernels, NVPROF_COMPUTE_LEVELS)
+    memory = pd.concat([memory, memory_levels], axis=1).max(axis=1)  # NaN only where both are
+    compute = pd.concat([compute, compute_levels], axis=1).max(axis=1)
     if compute.notna().any() or memory.notna().any():
-        return compute, memory, "derived from nvprof counters (DRAM bytes / time / peak; issue-slot utilization)"
+        source = "derived from nvprof counters (DRAM bytes / time / peak; issue-slot utilization"
+        if memory_levels.notna().any() or compute_levels.notna().any():
+            source += "; the busiest unit's utilization level"
+        return compute, memory, source + ")"
     return compute, memory, ""
+
+
+# nvprof's utilisation levels (0 idle .. 10 max; the importer makes "Low (2)" 0.2 of peak), per side.
+# DRAM's level is left out: DRAM bytes / time / peak says the same more finely.
+NVPROF_MEMORY_LEVELS = ("sol_l2_fraction", "sol_l1tex_fraction", "shared_utilization")
+NVPROF_COMPUTE_LEVELS = ("single_precision_fu_utilization", "double_precision_fu_utilization",
+                         "half_precision_fu_utilization", "special_fu_utilization", "ldst_fu_utilization",
+                         "cf_fu_utilization")
+
+
+def view_covers_every_unit(analysis: Any) -> pd.Series:
+    """Per row: whether both sides of the view read every unit, as Nsight's speed of light does.
+
+    nvprof's DRAM bytes and issue slots alone are lower bounds of the busiest unit: with L2, shared
+    and pipe levels not collected, "below 60% on both sides" cannot rule out an L2-, shared- or
+    FP64-pipe-bound kernel, so such a latency view neither picks nor overrules a label nor flags one.
+    """
+    kernels = analysis.kernels
+    nsight = column_or_nan(kernels, "sol_memory_fraction").notna() | column_or_nan(kernels, "sol_sm_fraction").notna()
+    return nsight | (_busiest(kernels, NVPROF_MEMORY_LEVELS).notna() & _busiest(kernels, NVPROF_COMPUTE_LEVELS).notna())
+
+
+def _busiest(kernels: pd.DataFrame, names: tuple[str, ...]) -> pd.Series:
+    """Per row: the highest of the named fractions of peak (NaN where the file has none of them)."""
+    present = [kernels[name] for name in names if name in kernels.columns]
+    if not present:
+        return pd.Series(np.nan, index=kernels.index)
+    return pd.concat([pd.to_numeric(c, errors="coerce") for c in present], axis=1).max(axis=1)
 
 
 def nsight_side(compute: float, memory: float) -> str:
@@ -127,6 +181,32 @@ def nsight_side(compute: float, memory: float) -> str:
     if max(c, m) < SOL_BOUND:
         return "latency"
     return "compute" if c > m else "memory"
+
+
+def measured_label(view: str, compute: float, memory: float, tally: dict[str, float],
+                   model_labels: dict[str, str]) -> str:
+    """The bottleneck label of a measured view ('compute', 'memory', 'latency') that overrules a vote.
+
+    'latency' takes the latency-side label the models weighted most (their votes, then their
+    labels), else memory-latency where the memory side is the busier one, else parallelism.
+    """
+    if view in MEASURED_LABEL:
+        return MEASURED_LABEL[view]
+    order = {label: i for i, label in enumerate(BOTTLENECKS)}
+    voted = [lab for lab in sorted(tally, key=lambda lab: (-tally[lab], order.get(lab, 99)))
+             if _SIDE.get(lab) == "latency"]
+    if voted:
+        return voted[0]
+    labelled = [lab for lab in model_labels.values() if _SIDE.get(lab) == "latency"]
+    if labelled:
+        return max(sorted(set(labelled), key=lambda lab: order.get(lab, 99)), key=labelled.count)
+    m = memory if math.isfinite(memory) else -1.0
+    c = compute if math.isfinite(compute) else -1.0
+    return "memory-latency" if m >= c else "parallelism"
+
+
+def _percent(fraction: float) -> str:
+    return f"{fraction:.0%}" if math.isfinite(fraction) else "not measured"
 
 
 def _weighted_mean(values: np.ndarray, weight: np.ndarray) -> float:
@@ -157,6 +237,7 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
     launches = column_or_nan(analysis.kernels, "invocations").fillna(1.0).clip(lower=1.0)
     measured = analysis.measured_ns.where(analysis.measured_ns > 0)
     compute, memory, sol_source = speed_of_light(analysis)
+    covered = view_covers_every_unit(analysis).to_numpy(dtype=bool)
     row_time = (measured * launches).fillna(launches)
     code = groups.group_of.to_numpy()
     # the loop below reads plain arrays by position (a label lookup per group and model on a large
@@ -169,6 +250,7 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
     # where a model's required input was derived from the measured time, its prediction is not
     # compared with that time (vote_weights masks the same rows)
     leak_of = {mid: analysis.time_derived_inputs(run).to_numpy(dtype=bool) for mid, run in runs.items()}
+    order = {label: i for i, label in enumerate(BOTTLENECKS)}
     out = []
     for group in groups.table["group"][:limit]:
         at = np.flatnonzero(code == group)
@@ -199,21 +281,36 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
             label = str(vote.idxmax())
             tally[label] = tally.get(label, 0.0) + float(w[voted].mean())
             count[label] = count.get(label, 0) + 1
-        order = {label: i for i, label in enumerate(BOTTLENECKS)}
-        if tally:
-            verdict = sorted(tally, key=lambda lab: (-tally[lab], order.get(lab, 99)))[0]
-        else:
-            verdict = "unknown"
         voting = sum(count.values())
         c = _weighted_mean(comp[at], rt_g)
         m = _weighted_mean(mem[at], rt_g)
         view = nsight_side(c, m)
+        # the view that may judge the vote: a latency view only where every unit was read
+        judging = view if view != "latency" or covered[at].any() else ""
+        ranked = sorted(tally, key=lambda lab: (-tally[lab], order.get(lab, 99)))
+        verdict = ranked[0] if ranked else "unknown"
+        basis = _basis(verdict, count.get(verdict, 0), voting, has_measured, accurate, off, model_labels,
+                       analysis, from_time)
+        on_view = [lab for lab in ranked if judging and _SIDE.get(lab) == judging]
+        if on_view and _SIDE.get(verdict, "") != judging:
+            # the voting models split, and the measurement sides with the fewer: take theirs
+            outvoted, verdict = verdict, on_view[0]
+            rest = basis[basis.index(";"):] if ";" in basis else ""  # what the vote rests on, as before
+            basis = (f"{count.get(verdict, 0)} of {voting} voting models, the label on the measured side ({view}: "
+                     f"compute {_percent(c)}, memory {_percent(m)} of peak) over {outvoted} "
+                     f"({count.get(outvoted, 0)} of {voting})") + rest
         side = _SIDE.get(verdict, "")
-        disagree = bool(view and side and view != side)
+        disagree = bool(judging and side and judging != side)
+        if disagree and not accurate:  # nothing measured backs the vote, and the measurement says otherwise
+            overruled = verdict
+            verdict = measured_label(view, c, m, tally, model_labels)
+            basis = (f"measured, not voted: {sol_source} puts compute at {_percent(c)} and memory at {_percent(m)} "
+                     f"of peak, against the models' {overruled}, which no model earned against the measured time "
+                     f"({basis})")
+            disagree = False
         out.append({
             "group": int(group), "verdict": verdict, "agreeing": count.get(verdict, 0), "voting": voting,
-            "basis": _basis(verdict, count.get(verdict, 0), voting, has_measured, accurate, off, model_labels,
-                            analysis, from_time),
+            "basis": basis,
             "accurate": accurate, "off": off, "model_labels": model_labels,
             "sol_compute": c, "sol_memory": m, "sol_source": sol_source if (math.isfinite(c) or math.isfinite(m))
             else "", "nsight_view": view, "disagree": disagree,
@@ -266,5 +363,5 @@ def _ratio_text(ratio: float) -> str:
     return f"{ratio:.1f}x over" if ratio >= 1 else f"{1 / ratio:.1f}x under"
 
 
-__all__ = ["SOL_BOUND", "WITHIN", "group_verdicts", "nsight_side", "speed_of_light", "validated_accuracy",
+__all__ = ["MEASURED_LABEL", "SOL_BOUND", "WITHIN", "group_verdicts", "measured_label", "nsight_side", "view_covers_every_unit", "speed_of_light", "validated_accuracy",
            "vote_weights", "weighted_consensus"]
