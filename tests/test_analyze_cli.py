@@ -9,6 +9,7 @@ import pytest
 from openpyxl import load_workbook
 
 from nvperf_bridge.cli import main
+from nvperf_bridge.reports.json_read import kernel_records
 
 DEMO = Path(__file__).resolve().parent / "fixtures" / "reports" / "demo_gtx280.yaml"
 
@@ -75,9 +76,9 @@ def test_json_to_stdout(capsys) -> None:
     code, out, err = run(capsys, DEMO, "--format", "json", "-m", "roofline")
     assert code == 0, err
     document = json.loads(out)
-    assert document["schema_version"] == 2
-    assert len(document["kernels"]) == 12
-    assert set(document["kernels"][0]["models"]) == {"roofline"}
+    assert document["schema_version"] == 3
+    assert document["kernel_count"] == len(kernel_records(document)) == 12
+    assert set(document["predictions"]) == {"roofline"}
 
 
 def test_format_from_suffix_csv_and_xlsx(tmp_path: Path, capsys) -> None:
@@ -101,7 +102,7 @@ def test_existing_output_needs_force(tmp_path: Path, capsys) -> None:
     assert target.read_text() == "keep me"
     code, out, err = run(capsys, DEMO, "-m", "roofline", "-o", target, "--force")
     assert code == 0, err
-    assert json.loads(target.read_text())["schema_version"] == 2
+    assert json.loads(target.read_text())["schema_version"] == 3
 
 
 def test_markdown_file_gets_its_figures_beside_it(tmp_path: Path, capsys) -> None:
@@ -152,7 +153,7 @@ def test_options_and_model_data_reach_the_model(tmp_path: Path, plugin: Path, ca
                          "--option", "echo.precision=dp", "--option", "echo.tolerance=0.05",
                          "--model-data", f"echo={data}")
     assert code == 0, err
-    state = json.loads(json.loads(out)["kernels"][0]["models"]["echo"]["state"])
+    state = json.loads(kernel_records(json.loads(out))[0]["models"]["echo"]["state"])
     assert state == {"model_data": {"w": [1, 2]}, "precision": "dp", "tolerance": 0.05}
 
 

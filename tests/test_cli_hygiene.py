@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from nvperf_bridge.cli import main
+from nvperf_bridge.reports.json_read import kernel_records
 
 LUD = ("magus/magus__metrics_rodinia_lud.csv", "magus/magus__traces_rodinia_lud.csv")
 
@@ -69,8 +70,8 @@ def test_constant_override_changes_the_prediction_and_is_shown(realdata_dir: Pat
     assert constant == {"value": 2000.0, "source": "--constant (this run only)", "status": "overridden"}
     assert before["models"]["hong-kim"]["constants"]["Mem_LD"]["status"] != "overridden"
     slower = [a["models"]["hong-kim"]["predicted_ns"] >= b["models"]["hong-kim"]["predicted_ns"]
-              for a, b in zip(after["kernels"], before["kernels"])]
-    assert all(slower) and after["kernels"] != before["kernels"]
+              for a, b in zip(kernel_records(after), kernel_records(before))]
+    assert all(slower) and after["predictions"] != before["predictions"]
     code, out, _ = _run(realdata_dir, capsys, "-m", "hong-kim", "--constant", "hong-kim.Mem_LD=2000")
     assert code == 0
     assert "| Mem_LD | 2000 | overridden | --constant (this run only) |" in out

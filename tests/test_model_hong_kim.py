@@ -109,14 +109,15 @@ def test_table2_golden_through_the_cli(capsys: pytest.CaptureFixture[str]) -> No
     import json
 
     from nvperf_bridge.cli import main
+    from nvperf_bridge.reports.json_read import kernel_records
 
     code = main(["analyze", str(TABLE2_YAML), "--model", "hong-kim", "--format", "json", "--quiet"])
     out = capsys.readouterr().out
     assert code == 0
     report = json.loads(out)
     assert report["gpu"]["id"] == "hong-kim-example"
-    entry = report["kernels"][0]["models"]["hong-kim"]
-    details = {name: values[0] for name, values in report["details"]["hong-kim"].items()}  # JSON schema 2: columnar
+    entry = kernel_records(report)[0]["models"]["hong-kim"]
+    details = entry["details"]  # JSON schema 3: columnar, read back per kernel
     assert paper(details["MWP"], 2.28)
     assert details["CWP"] == pytest.approx(20.0)
     assert paper(details["Exec_cycles_app"], 38450.0)

@@ -94,16 +94,17 @@ def test_list_ranking_golden_through_the_cli(capsys: pytest.CaptureFixture[str])
     import json
 
     from nvperf_bridge.cli import main
+    from nvperf_bridge.reports.json_read import kernel_records
 
     code = main(["analyze", str(LIST_RANKING_YAML), "--model", "kothapalli", "--format", "json", "--quiet"])
     out = capsys.readouterr().out
     assert code == 0
     report = json.loads(out)
     assert report["gpu"]["id"] == "gtx280"
-    entry = report["kernels"][0]["models"]["kothapalli"]
+    entry = kernel_records(report)[0]["models"]["kothapalli"]
     assert entry["predicted_ns"] / 1e6 == pytest.approx(21.0, rel=0.02)
-    details = report["details"]["kothapalli"]  # JSON schema 2: columnar, one value per kernel
-    assert details["T_sum_ns"][0] == pytest.approx(details["T_max_ns"][0])
+    details = entry["details"]  # JSON schema 3: columnar, read back per kernel
+    assert details["T_sum_ns"] == pytest.approx(details["T_max_ns"])
 
 
 def test_registered_through_the_entry_point() -> None:

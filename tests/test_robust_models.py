@@ -29,6 +29,7 @@ from nvperf_bridge.cli import main
 from nvperf_bridge.gpu import resolve_profile
 from nvperf_bridge.model import RESULT_COLUMNS, validate_result
 from nvperf_bridge.registry import load_registry
+from nvperf_bridge.reports.json_read import kernel_records
 
 BUILTIN = ("hong-kim", "kothapalli", "luo-suda", "transit", "kerr", "roofline", "recommended")
 COUNTS = ("inst_executed", "inst_issued", "inst_global_ld", "inst_global_st", "global_ld_sectors",
@@ -206,7 +207,7 @@ def test_nasty_kernels_give_strict_json(nasty: Path, tmp_path: Path, capsys: pyt
         assert main(["analyze", str(nasty), "-o", str(out), "-q"]) == 0
     assert "Traceback" not in capsys.readouterr().err
     document = json.loads(out.read_text(), parse_constant=lambda token: pytest.fail(f"{token} in the JSON"))
-    for kernel in document["kernels"]:
+    for kernel in kernel_records(document):
         for model_id, entry in kernel["models"].items():
             p = entry["predicted_ns"]
             assert (p is None and entry["error"]) or (p is not None and math.isfinite(p) and p > 0 and not entry["error"]), \

@@ -170,7 +170,7 @@ def test_existing_output_is_replaced_only_with_force(hostile: Path, tmp_path: Pa
     assert err.count("\n") == 1 and "already exists" in err and "--force" in err
     assert out.read_text() == "precious"
     assert main(["analyze", str(hostile), "-o", str(out), "--force", "-q"]) == 0
-    assert json.loads(out.read_text())["schema_version"] == 2
+    assert json.loads(out.read_text())["schema_version"] == 3
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
@@ -342,7 +342,7 @@ def test_fifo_is_streamed_to_not_replaced(tmp_path: Path, capsys: pytest.Capture
         capsys.readouterr().err
     reader.join(60)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
-    assert json.loads(received[0])["kernels"]
+    assert json.loads(received[0])["kernel_count"]
     assert _strays(tmp_path) == []
 
 
@@ -379,7 +379,7 @@ def test_symlink_target_is_replaced_only_with_force(tmp_path: Path, capsys: pyte
     assert real.read_text() == "precious"
     assert main(["analyze", str(FIXTURE_YAML), "-o", str(link), "--force", "-q"]) == 0
     assert link.is_symlink() and os.readlink(link) == str(real)
-    assert json.loads(real.read_text())["kernels"]
+    assert json.loads(real.read_text())["kernel_count"]
     assert _strays(real.parent) == [] and _strays(tmp_path) == []
     assert main(["analyze", "--help"]) == 0
     assert "symbolic link" in " ".join(capsys.readouterr().out.split())
@@ -471,5 +471,5 @@ def test_concurrent_writers_leave_one_complete_report(tmp_path: Path) -> None:
         results = [(p.wait(300), p.stderr.read()) for p in procs]
         assert [code for code, _ in results] == [0, 0], results
         report = json.loads(out.read_text())
-        assert (len(report["kernels"]), Path(report["inputs"][0]["path"]).name) in {(12, small.name), (40, big.name)}
+        assert (report["kernel_count"], Path(report["inputs"][0]["path"]).name) in {(12, small.name), (40, big.name)}
         assert _strays(out_dir) == []

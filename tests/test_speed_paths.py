@@ -47,7 +47,8 @@ def test_analyze_predicts_the_same_with_and_without_keep_raw(realdata_dir: Path,
                      "-q", *extra]) == 0
         documents.append(json.loads(out.read_text()))
     lean, kept = documents
-    assert lean["kernels"] == kept["kernels"] and lean["details"] == kept["details"]
+    assert lean["kernels"] == kept["kernels"] and lean["predictions"] == kept["predictions"]
+    assert lean["details"] == kept["details"]
     assert lean["warnings"] == kept["warnings"] and lean["accuracy"] == kept["accuracy"]
 
 

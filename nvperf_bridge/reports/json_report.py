@@ -1,10 +1,10 @@
 """The JSON report: nvperf-bridge's versioned machine interface.
 
-Schema (``schema_version`` 2). Times are nanoseconds, accuracy figures are
+Schema (``schema_version`` 3). Times are nanoseconds, accuracy figures are
 fractions (0.123 = 12.3 %), every NaN or infinity is ``null``::
 
     {
-      "schema_version": 2,
+      "schema_version": 3,
       "tool": {"name": "nvperf-bridge", "version": "0.1.0"},
       "created": "2025-01-31T12:00:00+00:00",        # UTC, ISO 8601
       "inputs": [
@@ -31,19 +31,23 @@ fractions (0.123 = 12.3 %), every NaN or infinity is ``null``::
                      "constants": {"Mem_LD": {"value": 420.0, "source": "Table 5", "status": "paper"}},
                      "details": ["MWP", "CWP"]}       # the names of its columns in "details" below
       },
-      "kernels": [                                    # one line per kernel, in input order
-        {"kernel_id": "0", "kernel": "vecAdd", "kernel_name": "vecAdd(float*, float*)",
-         "measured_ns": 12345.0,                      # null when the input has no duration
-         "models": {                                  # models that ran; a failed model is absent
-           "hong-kim": {"predicted_ns": 11000.0, "predicted_cycles": 15000.0,
-                        "bottleneck": "memory-bandwidth",   # shared vocabulary, see DESIGN.md
-                        "state": "MWP < CWP",               # the paper's own label
-                        "error": ""}                        # why this kernel has no prediction
-         }}
-      ],
-      "details": {                                    # the papers' intermediate quantities, columnar:
-        "hong-kim": {"MWP": [4.2, ...],               # one list per quantity, one value per kernel,
-                     "CWP": [8.0, ...]}               # in the order of "kernels"
+      "kernel_count": 12,                             # every column below holds this many values
+      "kernels": {                                    # columnar, in input order (see "Columns" below)
+        "kernel_id": ["0", "1", ...],
+        "kernel": {"values": ["vecAdd", "reduce"], "codes": [0, 0, 1, ...]},
+        "kernel_name": {"values": ["vecAdd(float*, float*)", "reduce(int*)"], "codes": [0, 0, 1, ...]},
+        "measured_ns": [12345.0, null, ...]           # null where the input has no duration
+      },
+      "predictions": {                                # models that ran; a failed model is absent
+        "hong-kim": {"predicted_ns": [11000.0, ...], "predicted_cycles": [15000.0, ...],
+                     "bottleneck": {"values": ["memory-bandwidth", "compute"], "codes": [0, 1, ...]},
+                     "state": {"values": ["MWP < CWP", ...], "codes": [...]},   # the paper's own label
+                     "error": {"constant": ""}}       # why a kernel has no prediction ("" = none)
+      },
+      "details": {                                    # the papers' intermediate quantities
+        "hong-kim": {"MWP": [4.2, ...],
+                     "Mem_LD": {"constant": 420.0},  # the same for every kernel: written once
+                     "N_source": {"constant": "achieved_occupancy"}}
       },
       "accuracy": {                                   # models with a result; n = kernels compared
         "hong-kim": {"n": 12, "mape": 0.21, "median_ape": 0.15, "gm_abs_error": 0.12, "mean_accuracy": 0.83}
@@ -51,12 +55,28 @@ fractions (0.123 = 12.3 %), every NaN or infinity is ``null``::
       "warnings": ["..."]
     }
 
-Changes from version 1: each model's per-kernel ``details`` dict moved out of
-the kernel records into the columnar ``details`` section (every value kept;
-``models.<id>.details`` names the columns). At 100k kernels and six models
-the per-kernel keys were most of a 561 MB file; pandas reads a model's
-details with ``pd.DataFrame(document["details"]["hong-kim"])`` and the
-kernels with ``pd.json_normalize(document["kernels"])``.
+Columns. Every entry of ``kernels``, ``predictions.<model>`` and
+``details.<model>`` is one column, ``kernel_count`` values in kernel order,
+written in one of three forms:
+
+- a list: one value per kernel;
+- ``{"constant": v}``: every kernel has ``v`` (written once);
+- ``{"values": [...], "codes": [...]}``: text with repeats; kernel ``i`` has
+  ``values[codes[i]]`` (``values`` holds each distinct value once, ``null``
+  included).
+
+``nvperf_bridge.reports.json_read`` turns a column back into a list
+(``column_values``), a section into a pandas DataFrame (``section_frame``) and
+the kernels into the per-kernel records of schema 2 (``kernel_records``).
+
+Changes from version 2: the per-kernel records became the columnar
+``kernels`` and ``predictions`` sections, and a column whose values are all
+equal or that repeats few texts is written once (``constant``) or by codes;
+every value is kept (schema 2's ``kernels[i]["models"][m][f]`` is
+``predictions[m][f]`` at position ``i``). At 100k ncu raw launches and seven
+models the file went from 482 MB to about a third, most of it the
+details' numbers. Version 2 had moved the details out of the kernel records
+into the columnar ``details`` section.
 
 The file is written in chunks as it is produced (``iter_json``), never held
 whole in memory. Numbers are written by orjson when it is installed (the
@@ -71,7 +91,8 @@ meaning increments ``schema_version``.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -81,7 +102,10 @@ from nvperf_bridge.model import RESULT_COLUMNS
 from nvperf_bridge.review.build import build_review, review_dict
 from nvperf_bridge.reports.common import detail_columns, full_names, kernel_ids, python_value, display_names
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+
+#: Result fields whose false values (None, NaN, "", 0) are written as "" (no label, no error).
+_OR_EMPTY = ("state", "error")
 
 try:  # optional (the ``fast`` extra): numpy float columns to JSON text in C
     import orjson as _orjson
@@ -89,33 +113,156 @@ except ImportError:  # pragma: no cover - exercised where orjson is not installe
     _orjson = None
 
 
+@dataclass(frozen=True)
+class Column:
+    """One column of the report in the form it is written: ``constant`` (one plain value),
+    ``coded`` (distinct plain values and one code per kernel) or ``list`` (``array``, one value per kernel:
+    a numeric array, or an object array of plain values; ``texts`` and ``codes`` when it is text)."""
+
+    form: str
+    value: Any = None
+    values: list[Any] | None = None
+    codes: np.ndarray | None = None
+    array: np.ndarray | None = None
+
+
+def encode_column(values: Any, or_empty: bool = False) -> Column:
+    """The written form of a column: ``constant`` when every kernel (of two or more) has the same value,
+    ``coded`` for text where each distinct value repeats on average (at most half as many distinct values
+    as kernels), else ``list``. ``or_empty``: a false value (None, NaN, "", 0, False) becomes ``""``."""
+    array = _column_array(values)
+    n = len(array)
+    several = n > 1  # one kernel's column is a one-value list
+    kind = array.dtype.kind
+    if not or_empty and kind == "f":
+        finite = np.isfinite(array)
+        if several and not finite.any():
+            return Column("constant", value=None)
+        if several and finite.all() and _all_equal_bits(array):
+            return Column("constant", value=float(array[0]))
+        return Column("list", array=array)
+    if not or_empty and kind in "iub":
+        if several and (array == array[0]).all():
+            return Column("constant", value=array[0].item())
+        return Column("list", array=array)
+    coded = _factorised_text(array, or_empty)
+    if coded is None and not or_empty and kind == "O" and _only_bools(array):
+        return encode_column(array.astype(bool))
+    if coded is None:  # anything but text: plain values one by one
+        plain = plain_values(array)
+        if or_empty:
+            plain = [value or "" for value in plain]
+            coded = _factorised_text(np.array(plain, dtype=object), False)
+        if coded is None:
+            array = np.empty(len(plain), dtype=object)
+            array[:] = plain
+            return Column("list", array=array)
+    distinct, codes = coded
+    if several and len(distinct) == 1:
+        return Column("constant", value=distinct[0])
+    if several and 2 * len(distinct) <= n:
+        return Column("coded", values=distinct, codes=codes)
+    return Column("list", values=distinct, codes=codes)  # text, mostly distinct: written value by value
+
+
+def _only_bools(array: np.ndarray) -> bool:
+    from pandas.api.types import infer_dtype
+
+    return infer_dtype(array, skipna=False) == "boolean"
+
+
+def _all_equal_bits(array: np.ndarray) -> bool:
+    """Every value of a finite float array has the same bits (so 0.0 and -0.0 differ, as their texts do)."""
+    wide = np.ascontiguousarray(array, dtype=np.float64).view(np.uint64)
+    return bool((wide == wide[0]).all())
+
+
+def _factorised_text(array: np.ndarray, or_empty: bool) -> tuple[list[Any], np.ndarray] | None:
+    """A column of strings and missing values as (its distinct plain values, a code per row);
+    None for any other column. Missing values are ``None`` (``""`` with ``or_empty``, as is ``""``)."""
+    import pandas as pd
+    from pandas.api.types import infer_dtype
+
+    if array.dtype.kind not in "OUST":
+        return None
+    if len(array) > 1 and isinstance(array[0], str) and bool((array == array[0]).all()):
+        return [str(array[0])], np.zeros(len(array), dtype=np.int64)  # one text: compared in C, no hashing
+    if infer_dtype(array, skipna=True) not in ("string", "empty"):
+        return None
+    codes, distinct = pd.factorize(array, use_na_sentinel=True)
+    values: list[Any] = [str(value) for value in distinct.tolist()]
+    if (codes < 0).any():
+        codes = np.where(codes < 0, len(values), codes)
+        values.append(None)
+    if or_empty:
+        values = [value or "" for value in values]
+    unique: dict[Any, int] = {}
+    remap = np.array([unique.setdefault(value, len(unique)) for value in values], dtype=np.int64)
+    if len(unique) < len(values):  # "" and a missing value became the same text
+        return list(unique), remap[codes]
+    return values, np.asarray(codes, dtype=np.int64)
+
+
+def column_value(column: Column) -> Any:
+    """A column as plain Python data, as it appears in the document."""
+    if column.form == "constant":
+        return {"constant": column.value}
+    if column.form == "coded":
+        return {"values": list(column.values), "codes": column.codes.tolist()}
+    if column.codes is not None:
+        return [column.values[code] for code in column.codes.tolist()]
+    return plain_values(column.array)
+
+
+def plain_values(values: Any) -> list[Any]:
+    """A column as a list of plain Python values (NaN, NA and infinities as None), vectorised per dtype."""
+    array = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
+    if array.dtype.kind == "f":
+        out = array.astype(object)
+        out[~np.isfinite(array)] = None
+        return out.tolist()
+    if array.dtype.kind in "iub":
+        return array.tolist()
+    return [value if type(value) is str else python_value(value) for value in array.tolist()]
+
+
+def _sections(analysis: Analysis) -> dict[str, dict[str, dict[str, Any]]]:
+    """The column sources of the three columnar sections: (values, or_empty) by section, owner, name."""
+    kernels = analysis.kernels
+    runs = analysis.ok_runs()
+    return {
+        "kernels": {"": {"kernel_id": (kernel_ids(kernels), False), "kernel": (display_names(kernels), False),
+                         "kernel_name": (full_names(kernels), False), "measured_ns": (analysis.measured_ns, False)}},
+        "predictions": {mid: {name: (_result_column(run.result, name), name in _OR_EMPTY) for name in RESULT_COLUMNS}
+                        for mid, run in runs.items()},
+        "details": {mid: {str(name): (_result_column(run.result, name), False) for name in detail_columns(run)}
+                    for mid, run in runs.items()},
+    }
+
+
+def _result_column(result: Any, name: Any) -> Any:
+    """One result column by name (the first, if a plugin gave two columns the same name)."""
+    values = result[name]
+    return values.iloc[:, 0] if values.ndim == 2 else values
+
+
 def build_document(analysis: Analysis) -> dict[str, Any]:
     """The report as plain Python data (the schema in this module's docstring)."""
-    kernels = analysis.kernels
-    ids = plain_values(kernel_ids(kernels))
-    short = plain_values(display_names(kernels))
-    full = plain_values(full_names(kernels))
-    measured = plain_values(analysis.measured_ns)
-    runs = analysis.ok_runs()
-    per_model = {mid: _model_entries(run.result) for mid, run in runs.items()}
-    records = []
-    for position in range(len(kernels)):
-        records.append({
-            "kernel_id": ids[position],
-            "kernel": short[position],
-            "kernel_name": full[position],
-            "measured_ns": measured[position],
-            "models": {mid: entries[position] for mid, entries in per_model.items()},
-        })
-    details = {mid: {name: plain_values(run.result[name]) for name in detail_columns(run)}
-               for mid, run in runs.items()}
-    return _document(analysis, records, details)
+    sections = _sections(analysis)
+    columns = {section: {owner: {name: column_value(encode_column(*source)) for name, source in named.items()}
+                         for owner, named in owners.items()}
+               for section, owners in sections.items()}
+    document = _document(analysis)
+    document["kernels"] = columns["kernels"][""]
+    document["predictions"] = columns["predictions"]
+    document["details"] = columns["details"]
+    return document
 
 
-def _document(analysis: Analysis, records: list[Any], details: dict[str, Any],
-              review: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Everything of the document around the kernel records and the details (both given); the review
-    is built here unless given (``iter_json`` gives a placeholder and streams it)."""
+def _document(analysis: Analysis, review: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything of the document, with empty ``kernels``, ``predictions`` and ``details`` (the columnar
+    sections, filled by ``build_document`` or streamed by ``iter_json``); the review is built here unless
+    given (``iter_json`` gives a placeholder and streams it)."""
     accuracy = analysis.accuracy()
     ok = analysis.ok_runs()
     return {
@@ -144,8 +291,10 @@ def _document(analysis: Analysis, records: list[Any], details: dict[str, Any],
             }
             for mid, run in analysis.runs.items()
         },
-        "kernels": records,
-        "details": details,
+        "kernel_count": len(analysis.kernels),
+        "kernels": {},
+        "predictions": {},
+        "details": {},
         "accuracy": {
             str(mid): {key: (int(value) if key == "n" and python_value(value) is not None else python_value(value))
                        for key, value in row.items()}
@@ -155,82 +304,75 @@ def _document(analysis: Analysis, records: list[Any], details: dict[str, Any],
     }
 
 
-def _model_entries(result: Any) -> list[dict[str, Any]]:
-    """One dict per kernel for one model, built column-wise (no per-kernel pandas access)."""
-    columns = {name: plain_values(result[name]) for name in RESULT_COLUMNS}
-    for name in ("state", "error"):
-        columns[name] = [value or "" for value in columns[name]]
-    return [dict(zip(RESULT_COLUMNS, values)) for values in zip(*(columns[name] for name in RESULT_COLUMNS))]
-
-
-def plain_values(values: Any) -> list[Any]:
-    """A column as a list of plain Python values (NaN, NA and infinities as None), vectorised per dtype."""
-    array = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
-    if array.dtype.kind == "f":
-        out = array.astype(object)
-        out[~np.isfinite(array)] = None
-        return out.tolist()
-    if array.dtype.kind in "iub":
-        return array.tolist()
-    return [value if type(value) is str else python_value(value) for value in array.tolist()]
-
-
 def render_json(analysis: Analysis) -> str:
     """The JSON report as one text (``iter_json`` joined; for tests and small reports)."""
     return b"".join(iter_json(analysis)).decode("utf-8")
 
 
-def iter_json(analysis: Analysis, chunk: int = 5_000) -> Iterator[bytes]:
-    """The JSON report as UTF-8 chunks, produced ``chunk`` kernels at a time (never the whole text at once).
+def iter_json(analysis: Analysis, chunk: int = 50_000) -> Iterator[bytes]:
+    """The JSON report as UTF-8 chunks, a column (or ``chunk`` values of one) at a time, never the whole
+    text at once.
 
-    The document around the kernels is indented; each kernel record is one
-    compact line (grep and diff find a kernel by its line), and each details
-    column is one list. Every value of a column is turned into JSON text at
-    once (orjson over the float array when installed, else ``float.__repr__``
-    over ``tolist()``; each distinct string encoded once) and one %-template
-    per kernel joins a record. Anything unusual (a non-text column name)
-    takes the general path through ``build_document``.
+    The document around the columnar sections is indented; each column is
+    one line. A column's values become JSON text at once: orjson over a
+    numeric array when installed (else ``repr`` over ``tolist()``), and each
+    distinct text encoded once.
     """
-    runs = analysis.ok_runs()
-    details = {mid: detail_columns(run) for mid, run in runs.items()}
-    if not _columnar_ok(runs, details):
-        yield _render_records(analysis, build_document(analysis)).encode("utf-8")
-        return
-    text = json.dumps(_document(analysis, [], {}, {}), indent=2, ensure_ascii=False, allow_nan=False)
-    kernels_marker, details_marker = '\n  "kernels": [],', '\n  "details": {},'
+    text = json.dumps(_document(analysis, {}), indent=2, ensure_ascii=False, allow_nan=False)
     review_marker = '\n  "review": {},'
-    at_kernels, at_details = text.index(kernels_marker), text.index(details_marker)
     at_review = text.index(review_marker)
-    n = len(analysis.kernels)
     yield text[:at_review].encode("utf-8")
     yield from _review_chunks(review_dict(build_review(analysis)))
-    yield (text[at_review + len(review_marker):at_kernels] + '\n  "kernels": [').encode("utf-8")
-    if n:
-        template, columns = _record_template(analysis, runs)
-        raw = _orjson is not None
-        line_template = template.encode("utf-8") if raw else template
-        for start in range(0, n, chunk):
-            stop = min(start + chunk, n)
-            texts = [column(start, stop) for column in columns]
-            lines = [line_template % values for values in zip(*texts)]
-            joined = (b",\n" if raw else ",\n").join(lines)
-            yield (b",\n" if start else b"\n") + (joined if raw else joined.encode("utf-8"))
-        yield b"\n  "
-    yield b"],\n  \"details\": {"
-    for number, (mid, names) in enumerate(details.items()):
-        yield ((",\n    " if number else "\n    ") + _encode_str(mid) + ": {").encode("utf-8")
-        result = runs[mid].result
-        for place, name in enumerate(names):
-            yield (("," if place else "") + "\n      " + _encode_str(name) + ": [").encode("utf-8")
-            array = _column_array(result[name])
-            coded = _coded_texts(array, False, as_bytes=True)
-            for start in range(0, n, chunk):
-                part = (_joined_texts(array[start:start + chunk]) if coded is None
-                        else b", ".join(coded[0][coded[1][start:start + chunk]].tolist()))
-                yield (b", " + part) if start else part
-            yield b"]"
-        yield b"\n    }" if names else b"}"
-    yield (("\n  }," if details else "},") + text[at_details + len(details_marker):] + "\n").encode("utf-8")
+    rest = text[at_review + len(review_marker):]
+    for section, owners in _sections(analysis).items():
+        marker = f'\n  "{section}": {{}},'
+        at = rest.index(marker)
+        yield (rest[:at] + f'\n  "{section}": {{').encode("utf-8")
+        rest = rest[at + len(marker):]
+        if section == "kernels":
+            yield from _columns_chunks(owners[""], "    ", chunk)
+            yield b"\n  }," if owners[""] else b"},"
+            continue
+        for number, (mid, named) in enumerate(owners.items()):
+            yield ((",\n    " if number else "\n    ") + _encode_str(str(mid)) + ": {").encode("utf-8")
+            yield from _columns_chunks(named, "      ", chunk)
+            yield b"\n    }" if named else b"}"
+        yield b"\n  }," if owners else b"},"
+    yield (rest + "\n").encode("utf-8")
+
+
+def _columns_chunks(named: dict[str, tuple[Any, bool]], indent: str, chunk: int) -> Iterator[bytes]:
+    """The columns of one owner, one line each: ``"name": <column>``."""
+    for place, (name, (values, or_empty)) in enumerate(named.items()):
+        yield (("," if place else "") + "\n" + indent + _encode_str(str(name)) + ": ").encode("utf-8")
+        yield from _column_chunks(encode_column(values, or_empty), chunk)
+
+
+def _column_chunks(column: Column, chunk: int) -> Iterator[bytes]:
+    """One column's JSON text, ``chunk`` values at a time (the same values as ``column_value``)."""
+    if column.form == "constant":
+        yield b'{"constant": ' + _encode(column.value).encode("utf-8") + b"}"
+        return
+    if column.form == "coded":
+        yield b'{"values": ' + _encode(column.values).encode("utf-8") + b', "codes": ['
+        yield from _list_chunks(column.codes, chunk)
+        yield b"]}"
+        return
+    yield b"["
+    if column.codes is not None:  # text: each distinct value encoded once, rows pick theirs by code
+        table = np.array([_encode(value).encode("utf-8") for value in column.values], dtype=object)
+        for start in range(0, len(column.codes), chunk):
+            part = b", ".join(table[column.codes[start:start + chunk]].tolist())
+            yield (b", " + part) if start else part
+    else:
+        yield from _list_chunks(column.array, chunk)
+    yield b"]"
+
+
+def _list_chunks(array: np.ndarray, chunk: int) -> Iterator[bytes]:
+    for start in range(0, len(array), chunk):
+        part = _joined_texts(array[start:start + chunk])
+        yield (b", " + part) if start else part
 
 
 def _review_chunks(review: dict[str, Any]) -> Iterator[bytes]:
@@ -252,69 +394,8 @@ _encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", "
 _encode_str = json.encoder.encode_basestring  # what the encoder above uses for str (ensure_ascii=False)
 
 
-def _render_records(analysis: Analysis, document: dict[str, Any]) -> str:
-    """The report from a ready document (the general path): the same layout as ``iter_json``."""
-    kernels, details, review = document["kernels"], document["details"], document["review"]
-    text = json.dumps({**document, "kernels": [], "details": {}, "review": {}}, indent=2, ensure_ascii=False,
-                      allow_nan=False)
-    text = text.replace('\n  "review": {},', b"".join(_review_chunks(review)).decode("utf-8"), 1)
-    if kernels:
-        body = ",\n".join("    " + _encode(record) for record in kernels)
-        text = text.replace('\n  "kernels": [],', '\n  "kernels": [\n' + body + '\n  ],', 1)
-    if details:
-        body = ",\n".join(
-            "    " + _encode_str(str(mid)) + ": {" + ",".join(
-                "\n      " + _encode_str(str(name)) + ": " + _encode(values) for name, values in columns.items())
-            + ("\n    }" if columns else "}")
-            for mid, columns in details.items())
-        text = text.replace('\n  "details": {},', '\n  "details": {\n' + body + '\n  },', 1)
-    return text + "\n"
-
-
-def _columnar_ok(runs: dict[str, Any], details: dict[str, list[str]]) -> bool:
-    """Whether the column-wise writer gives the same text: text keys, unique result columns."""
-    for mid, run in runs.items():
-        if type(mid) is not str or not run.result.columns.is_unique:
-            return False
-        if any(type(name) is not str for name in details[mid]):
-            return False
-    return True
-
-
 def _column_array(values: Any) -> np.ndarray:
     return np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
-
-
-def _record_template(analysis: Analysis, runs: dict[str, Any]) -> tuple[str, list[Callable[[int, int], list[Any]]]]:
-    """The %-template of one kernel line and, per placeholder, a function (start, stop) -> JSON texts
-    (bytes with orjson, str without: the template is encoded to match)."""
-    kernels = analysis.kernels
-
-    def key(name: str) -> str:
-        return _encode_str(name).replace("%", "%%") + ": "
-
-    def texts_of(values: Any, or_empty: bool = False) -> Callable[[int, int], list[Any]]:
-        array = _column_array(values)
-        coded = _coded_texts(array, or_empty, as_bytes=_orjson is not None)
-        if coded is not None:  # strings: each distinct one encoded once, rows pick theirs by code
-            table, codes = coded
-            return lambda start, stop: table[codes[start:stop]].tolist()
-        if _orjson is not None:
-            return lambda start, stop: json_bytes(array[start:stop], or_empty)
-        return lambda start, stop: json_texts(array[start:stop], or_empty)
-
-    parts = ["    {" + key("kernel_id") + "%s, " + key("kernel") + "%s, " + key("kernel_name") + "%s, "
-             + key("measured_ns") + "%s, " + key("models") + "{"]
-    columns = [texts_of(kernel_ids(kernels)), texts_of(display_names(kernels)), texts_of(full_names(kernels)),
-               texts_of(analysis.measured_ns)]
-    model_parts = []
-    for mid, run in runs.items():
-        result = run.result
-        fields = [key(name) + "%s" for name in RESULT_COLUMNS]
-        columns += [texts_of(result[name], or_empty=name in ("state", "error")) for name in RESULT_COLUMNS]
-        model_parts.append(key(mid) + "{" + ", ".join(fields) + "}")
-    parts.append(", ".join(model_parts) + "}}")
-    return "".join(parts), columns
 
 
 def _joined_texts(array: np.ndarray) -> bytes:
@@ -325,85 +406,20 @@ def _joined_texts(array: np.ndarray) -> bytes:
     return ", ".join(json_texts(array)).encode("utf-8")
 
 
-def json_bytes(array: np.ndarray, or_empty: bool = False) -> list[bytes]:
-    """``json_texts`` as UTF-8 bytes, with orjson writing a float column at once (NaN and infinities: null)."""
-    if not or_empty and array.dtype.kind == "f" and len(array):
-        return _orjson.dumps(np.ascontiguousarray(array, dtype=np.float64),
-                             option=_orjson.OPT_SERIALIZE_NUMPY)[1:-1].split(b",")
-    cache: dict[str, bytes] = {}
-    out = []
-    for text in json_texts(array, or_empty):
-        data = cache.get(text)
-        if data is None:
-            data = cache[text] = text.encode("utf-8")
-        out.append(data)
-    return out
-
-
-def json_texts(array: np.ndarray, or_empty: bool = False) -> list[str]:
-    """The JSON text of each value of a column, as ``plain_values`` and the C encoder would give it.
-
-    ``or_empty``: a false plain value (None, "", 0, False) is written as ``""`` (the ``state`` and
-    ``error`` fields).
-    """
+def json_texts(array: np.ndarray) -> list[str]:
+    """The JSON text of each value of a column, as ``plain_values`` and the C encoder would give it."""
     kind = array.dtype.kind
-    if not or_empty:
-        if kind == "f":
-            out = list(map(float.__repr__, array.tolist()))
-            for position in np.flatnonzero(~np.isfinite(array)).tolist():
-                out[position] = "null"
-            return out
-        if kind == "b":
-            return ["true" if value else "false" for value in array.tolist()]
-        if kind in "iu":
-            return list(map(int.__repr__, array.tolist()))
-    texts = _text_column(array, or_empty)
-    if texts is not None:
-        return texts
-    values = plain_values(array)
-    if or_empty:
-        values = [value or "" for value in values]
-    cache: dict[str, str] = {}
-    out = []
-    for value in values:
-        if type(value) is str:
-            text = cache.get(value)
-            if text is None:
-                text = cache[value] = _encode_str(value)
-        else:
-            text = _encode(value)
-        out.append(text)
-    return out
+    if kind == "f":
+        out = list(map(float.__repr__, array.tolist()))
+        for position in np.flatnonzero(~np.isfinite(array)).tolist():
+            out[position] = "null"
+        return out
+    if kind == "b":
+        return ["true" if value else "false" for value in array.tolist()]
+    if kind in "iu":
+        return list(map(int.__repr__, array.tolist()))
+    return [_encode(value) for value in plain_values(array)]
 
 
-def _coded_texts(array: np.ndarray, or_empty: bool, as_bytes: bool) -> tuple[np.ndarray, np.ndarray] | None:
-    """A column of strings (and missing values) as (JSON text of each distinct value, then of a missing
-    one; each row's position in it), so a chunk of rows is one ``take``; None for any other column
-    (the texts are those ``json_texts`` gives, as UTF-8 bytes with ``as_bytes``)."""
-    import pandas as pd
-    from pandas.api.types import infer_dtype
-
-    if array.dtype.kind not in "OUS" or infer_dtype(array, skipna=True) not in ("string", "empty"):
-        return None
-    codes, distinct = pd.factorize(array, use_na_sentinel=True)
-    texts = [_encode_str(value) if value or not or_empty else '""' for value in distinct.tolist()]
-    texts.append('""' if or_empty else "null")
-    table = np.array([text.encode("utf-8") for text in texts] if as_bytes else texts, dtype=object)
-    return table, codes  # code -1 (missing) takes the last entry
-
-
-def _text_column(array: np.ndarray, or_empty: bool) -> list[str] | None:
-    """The JSON texts of a column of strings and missing values, each distinct string encoded once
-    (factorised in C); None when the column holds anything else (True, 1 and 1.0 would share a code)."""
-    import pandas as pd
-    from pandas.api.types import infer_dtype
-
-    if array.dtype.kind not in "OUS" or infer_dtype(array, skipna=True) not in ("string", "empty"):
-        return None
-    codes, distinct = pd.factorize(array, use_na_sentinel=True)
-    texts = np.array([_encode_str(value) if value or not or_empty else '""' for value in distinct.tolist()]
-                     + ['""' if or_empty else "null"], dtype=object)
-    return texts[codes].tolist()  # code -1 (missing) takes the last entry
-
-
-__all__ = ["SCHEMA_VERSION", "build_document", "iter_json", "render_json"]
+__all__ = ["SCHEMA_VERSION", "Column", "build_document", "column_value", "encode_column", "iter_json",
+           "plain_values", "render_json"]

@@ -87,11 +87,11 @@ def _missing(value: Any) -> bool:
 
 
 def _metadata(analysis: Analysis) -> dict[str, Any]:
-    """The run's context, as the JSON report gives it (everything but the kernels and details)."""
+    """The run's context, as the JSON report gives it (everything but its columnar sections)."""
     from nvperf_bridge.reports.json_report import _document
 
-    document = _document(analysis, [], {})
-    del document["kernels"], document["details"]
+    document = _document(analysis)
+    del document["kernels"], document["predictions"], document["details"]
     return document
 
 
