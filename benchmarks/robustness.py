@@ -73,8 +73,10 @@ def _strays(folder: Path) -> list[str]:
 
 def _zeros(report: dict[str, Any]) -> list[str]:
     """Durations or predictions of 0 or below that carry no reason."""
+    from nvperf_bridge.reports.json_read import kernel_records
+
     found = []
-    for kernel in report.get("kernels", []):
+    for kernel in kernel_records(report, details=False):
         measured = kernel.get("measured_ns")
         if measured is not None and measured <= 0:
             found.append(f"kernel {kernel.get('kernel_id')}: measured_ns {measured}")

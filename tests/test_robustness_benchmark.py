@@ -32,7 +32,9 @@ def test_damaged_input_keeps_the_earlier_report(tmp_path: Path) -> None:
 
 
 def test_silent_zeros_are_found() -> None:
-    report = {"kernels": [{"kernel_id": "1", "measured_ns": 10.0,
-                           "models": {"a": {"predicted_ns": 0.0, "error": ""}, "b": {"predicted_ns": None, "error": "x"}}},
-                          {"kernel_id": "2", "measured_ns": 0.0, "models": {}}]}
+    report = {"schema_version": 3, "kernel_count": 2,
+              "kernels": {"kernel_id": ["1", "2"], "measured_ns": [10.0, 0.0]},
+              "predictions": {"a": {"predicted_ns": [0.0, 5.0], "error": {"constant": ""}},
+                              "b": {"predicted_ns": [None, 0.0], "error": ["x", "y"]}},
+              "details": {}}
     assert robustness._zeros(report) == ["kernel 1 a: predicted_ns 0.0", "kernel 2: measured_ns 0.0"]
