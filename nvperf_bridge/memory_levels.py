@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from nvperf_bridge import labels
 from nvperf_bridge.counters import dram_bytes, l2_bytes
 
 SECTOR_BYTES = 32.0
@@ -63,9 +64,10 @@ def served_fractions(kernels: pd.DataFrame, sectors: pd.Series) -> dict[str, pd.
     f_dram = pd.Series(f_dram, index=index).where(~(no_dram | no_traffic), 1.0).fillna(1.0)
     f_l2 = (reach_l2 - f_dram).clip(lower=0.0)
     f_l1 = (1.0 - reach_l2).clip(lower=0.0)
-    source = pd.Series(np.where(l2_sectors.notna(), SOURCE_COUNTED, SOURCE_NO_L2), index=index, dtype="object")
-    source[no_dram] = SOURCE_NO_DRAM
-    source[no_traffic] = SOURCE_NO_TRAFFIC
+    # one code per kernel and four shared strings (labels.select): np.where on text makes a new string per row
+    source = pd.Series(labels.select([no_traffic.to_numpy(), no_dram.to_numpy(), l2_sectors.notna().to_numpy()],
+                                     [SOURCE_NO_TRAFFIC, SOURCE_NO_DRAM, SOURCE_COUNTED], SOURCE_NO_L2),
+                       index=index, dtype="object", copy=False)
     return {"f_dram": f_dram, "f_l2": f_l2, "f_l1": f_l1, "levels_source": source}
 
 

@@ -111,7 +111,10 @@ def column_or_nan(kernels: pd.DataFrame, name: str) -> pd.Series:
     """A numeric column as float, all-NaN when the frame lacks it."""
     if name not in kernels.columns:
         return pd.Series(np.nan, index=kernels.index, dtype="float64")
-    return pd.to_numeric(kernels[name], errors="coerce").astype("float64")
+    column = kernels[name]
+    if column.dtype == np.float64:  # already what to_numeric + astype give: no copy (copy-on-write guards it)
+        return column
+    return pd.to_numeric(column, errors="coerce").astype("float64")
 
 
 def missing_inputs(kernels: pd.DataFrame, required: tuple[str, ...] | list[str]) -> pd.Series:
