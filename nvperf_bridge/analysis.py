@@ -264,9 +264,15 @@ def run_models(
     so ``os._exit``, a crash or a hang costs only their results (False: in-process, for
     trusted plugins). What a model prints is captured into the warnings. The launch
     geometry (``launch.launch_geometry``) is computed once here and shared by every model, and a
-    model one model evaluates for another (``model.evaluate_shared``) is evaluated once.
+    model one model evaluates for another (``model.evaluate_shared``) is evaluated once. numpy's
+    huge-page advice is off meanwhile where a page fault would wait for compaction
+    (``hugepages.small_pages``).
     """
-    with _shared_launch_geometry(kernels, gpu), shared_evaluations():
+    from nvperf_bridge.hugepages import small_pages
+
+    # small_pages: the models' new columns are first-touched memory, which a huge-page fault can make
+    # wait for the kernel's compaction (nvperf_bridge.hugepages; speed only, the same values)
+    with small_pages(), _shared_launch_geometry(kernels, gpu), shared_evaluations():
         return _run_models(kernels, gpu, registry, model_ids, options, timeout_s, isolate)
 
 

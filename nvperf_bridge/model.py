@@ -156,19 +156,19 @@ def empty_result(kernels: pd.DataFrame) -> pd.DataFrame:
     from nvperf_bridge.labels import full, text_array
 
     n = len(kernels)
+    index = kernels.index
     # built from arrays, not scalars: a scalar string column is one new str per row, and pandas
-    # would copy the columns into one block only for the model to replace most of them
-    return pd.DataFrame(
-        {
-            "predicted_ns": np.full(n, np.nan),
-            "predicted_cycles": np.full(n, np.nan),
-            "bottleneck": text_array(full(n, "unknown")),
-            "state": text_array(full(n, "")),
-            "error": text_array(full(n, "")),
-        },
-        index=kernels.index,
-        copy=False,
-    )
+    # would copy the columns into one block only for the model to replace most of them; given as
+    # Series on the index, the frame takes them as they are (half the time of the arrays' dict)
+    columns = {
+        "predicted_ns": np.full(n, np.nan),
+        "predicted_cycles": np.full(n, np.nan),
+        "bottleneck": text_array(full(n, "unknown")),
+        "state": text_array(full(n, "")),
+        "error": text_array(full(n, "")),
+    }
+    return pd.DataFrame({name: pd.Series(values, index=index, copy=False) for name, values in columns.items()},
+                        copy=False)
 
 
 def validate_result(model_id: str, kernels: pd.DataFrame, result: Any) -> tuple[pd.DataFrame, list[str]]:
@@ -281,6 +281,7 @@ def shared_evaluations() -> Iterator[None]:
             _EVALUATIONS_DEPTH -= 1
             if not _EVALUATIONS_DEPTH:
                 _EVALUATIONS.clear()
+                _RUN_VALUES.clear()
 
 
 def _evaluation_key(model: Any, kernels: pd.DataFrame, gpu: GpuProfile,
@@ -328,6 +329,35 @@ def evaluate_shared(model: Any, kernels: pd.DataFrame, gpu: GpuProfile, options:
             if _EVALUATIONS_DEPTH:
                 _EVALUATIONS[key] = (arrays, kernels.index, result)
     return result
+
+
+# Any other value several models derive from the same frame during one run (the ``derived`` column's
+# distinct texts, asked about by every model that reads a counter): ``run_value`` computes it once per
+# ``shared_evaluations`` block. The key names the input memory (data pointer, shape, strides) and the
+# entry holds those arrays, so their memory cannot be reused by another frame while it lives; within
+# a run the frame is read only (evaluate is pure).
+_RUN_VALUES: dict[tuple, tuple[list[Any], Any]] = {}
+
+
+def run_value(key: tuple, arrays: list[np.ndarray], compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per ``shared_evaluations`` block and ``key`` (``arrays``: the inputs the key
+    names, held while the entry lives); outside a block, always computed. Read the value, never change it."""
+    if not _EVALUATIONS_DEPTH:
+        return compute()
+    with _EVALUATIONS_LOCK:
+        found = _RUN_VALUES.get(key)
+    if found is not None:
+        return found[1]
+    value = compute()
+    with _EVALUATIONS_LOCK:
+        if _EVALUATIONS_DEPTH:
+            _RUN_VALUES[key] = (list(arrays), value)
+    return value
+
+
+def memory_key(values: np.ndarray) -> tuple:
+    """What ``run_value`` keys an input array on: its memory (data pointer, dtype, shape, strides)."""
+    return (values.__array_interface__["data"][0], values.dtype.str, values.shape, values.strides)
 
 
 # ---- model options (``--option MODEL.KEY=VALUE``) ------------------------------

@@ -363,9 +363,14 @@ def time_derived_any(kernels: pd.DataFrame, columns: Iterable[str]) -> pd.Series
     names = list(dict.fromkeys(columns))
     if "derived" not in kernels.columns or not names:
         return pd.Series(False, index=kernels.index)
+    from nvperf_bridge.model import memory_key, run_value
+
     # a frame repeats a few derivation records: the pattern is searched once per distinct text, not per
-    # kernel (asked per model about 20 times per report; per kernel it cost seconds at 100k launches)
-    codes, distinct = pd.factorize(kernels["derived"].to_numpy(dtype=object), use_na_sentinel=True)
+    # kernel (asked per model about 20 times per report; per kernel it cost seconds at 100k launches);
+    # within one run of the models the texts are factorised once (model.run_value; speed only)
+    derived = kernels["derived"].to_numpy(dtype=object)
+    codes, distinct = run_value(("derived texts", memory_key(derived)), [derived],
+                                lambda: pd.factorize(derived, use_na_sentinel=True))
     alternatives = "|".join(re.escape(name) for name in names)
     pattern = re.compile(f"(?:^|; )(?:{alternatives}){re.escape(TIME_MARK)}")
     hits = np.array([pattern.search(str(text)) is not None for text in distinct.tolist()] + [False], dtype=bool)
