@@ -129,6 +129,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from nvperf_bridge import blas_threads
 from nvperf_bridge.errors import ModelError
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
@@ -394,7 +395,10 @@ def principal_components(z: np.ndarray, n: int, counts: np.ndarray | None, varia
     loadings. ``n``: the number of observations (``counts`` per row when rows stand for several).
     Returns eigenvalues, explained ratios, m, loadings, rotation, rotated loadings and the score
     weights (z @ weights: rotated standardised scores, uncorrelated, unit variance)."""
-    corr = ((z if counts is None else z * counts[:, None]).T @ z) / (n - 1)
+    # the Gram keeps the BLAS threads it had (the model runs on one, blas_threads): OpenBLAS splits this
+    # sum between threads, and one thread would change its last bits
+    with blas_threads.as_before():
+        corr = ((z if counts is None else z * counts[:, None]).T @ z) / (n - 1)
     eigenvalues, eigenvectors = np.linalg.eigh(corr)
     order = np.argsort(eigenvalues)[::-1]
     eigenvalues = np.clip(eigenvalues[order], 0.0, None)
@@ -525,11 +529,20 @@ def thin_svd(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     orthonormal Q to working precision while cond(a) < ~1e6) and the SVD of the small R; a
     rank-deficient or ill-conditioned ``a`` goes to LAPACK's SVD (speed only: the tall SVD is
     the fit's largest cost on 1e5-1e6 rows; the two agree to rounding)."""
-    from scipy.linalg import LinAlgError, cholesky, solve_triangular
-
     n, p = a.shape
     if n < 4 * p or not np.isfinite(a).all():
         return np.linalg.svd(a, full_matrices=False)
+    from scipy.linalg import LinAlgError  # noqa: F401 - loads scipy's OpenBLAS, which one_thread then sets too
+
+    with blas_threads.one_thread():
+        return _thin_svd_cholesky_qr2(a)
+
+
+def _thin_svd_cholesky_qr2(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``thin_svd``'s CholeskyQR2 path (LAPACK's SVD when ``a`` is ill-conditioned)."""
+    from scipy.linalg import LinAlgError, cholesky, solve_triangular
+
+    p = a.shape[1]
     q, r = a, np.eye(p)
     try:
         for _ in range(2):
@@ -1296,9 +1309,14 @@ class KerrModel:
 
     def fit(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> dict[str, Any]:
         """Fit on the kernels with measured duration_ns; returns the JSON-serialisable model."""
-        return fit(kernels, gpu, options)
+        with blas_threads.one_thread():  # tall-skinny products: one BLAS thread is far cheaper (blas_threads; speed only)
+            return fit(kernels, gpu, options)
 
     def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
+        with blas_threads.one_thread():  # tall-skinny products: one BLAS thread is far cheaper (blas_threads; speed only)
+            return self._evaluate(kernels, gpu, options)
+
+    def _evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
         data = options.get("model_data")
         if data is not None:
             if isinstance(data, Mapping) and "machine" in data:  # the cross-GPU form: any GPU with a profile
