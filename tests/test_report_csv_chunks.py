@@ -34,3 +34,17 @@ def test_chunks_join_to_the_whole_table(realdata_dir) -> None:
     parsed = pd.read_csv(io.StringIO(whole), keep_default_na=False)
     assert len(parsed) == n * len(analysis.runs)  # every kernel x model pair
     assert chunks[1].decode("utf-8").splitlines()[0] != whole.splitlines()[0]  # the header only once
+
+
+def test_chunks_number_kernels_without_ids_by_their_position_in_the_whole_table(realdata_dir) -> None:
+    """Each chunk derives its kernels' names and ids from its own rows; a file without kernel ids
+    gets row positions counted over the whole table, not restarted in every chunk."""
+    files = sorted((realdata_dir / "magus-corpus").glob("*.csv"))[:6]
+    analysis = analyze(read_profiles(files), gpu="gtx-1080-ti")
+    analysis.kernels = analysis.kernels.drop(columns=["kernel_id"])
+    n = len(analysis.kernels)
+    assert n > 10
+    joined = b"".join(iter_csv(analysis, chunk=5)).decode("utf-8")
+    assert joined == _whole(analysis)
+    ids = pd.read_csv(io.StringIO(joined), keep_default_na=False)["kernel_id"]
+    assert sorted(set(ids)) == list(range(n))  # 0 .. n-1, each kernel its own position

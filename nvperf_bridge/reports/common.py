@@ -68,8 +68,11 @@ def time_unit(values_ns: Iterable[float] | pd.Series) -> TimeUnit:
     Chosen per column from the median of its positive values so most numbers
     land between 1 and 1000; an empty column keeps ns.
     """
-    series = pd.to_numeric(pd.Series(list(values_ns) if not isinstance(values_ns, pd.Series) else values_ns),
-                           errors="coerce")
+    if isinstance(values_ns, np.ndarray) and values_ns.dtype.kind in "fiu":
+        series = pd.Series(values_ns.astype("float64", copy=False))  # no list of a million Python floats
+    else:
+        series = pd.to_numeric(pd.Series(list(values_ns) if not isinstance(values_ns, pd.Series) else values_ns),
+                               errors="coerce")
     positive = series[(series > 0) & np.isfinite(series)]
     if positive.empty:
         return TimeUnit("ns", 1.0)
@@ -157,11 +160,13 @@ def full_names(kernels: pd.DataFrame) -> pd.Series:
     return display_names(kernels)
 
 
-def kernel_ids(kernels: pd.DataFrame) -> pd.Series:
-    """``kernel_id`` as text, else the row position."""
+def kernel_ids(kernels: pd.DataFrame, first_position: int = 0) -> pd.Series:
+    """``kernel_id`` as text, else the row position (``first_position``: the position of the first row
+    when ``kernels`` is a slice of the whole table, as a report written in chunks passes it)."""
     if "kernel_id" in kernels.columns:
         return kernels["kernel_id"].astype("object").where(kernels["kernel_id"].notna(), "").astype(str)
-    return pd.Series([str(i) for i in range(len(kernels))], index=kernels.index, dtype="object")
+    return pd.Series([str(i) for i in range(first_position, first_position + len(kernels))], index=kernels.index,
+                     dtype="object")
 
 
 def detail_columns(run: ModelRun) -> list[str]:

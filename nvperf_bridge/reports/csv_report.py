@@ -37,22 +37,25 @@ TEXT_COLUMNS: tuple[str, ...] = ("kernel_id", "kernel", "kernel_name", "model", 
 def build_table(analysis: Analysis, rows: slice | None = None) -> pd.DataFrame:
     """The long table behind the CSV (one row per kernel x model); ``rows``: only these kernel
     positions (``iter_csv`` builds the table a slice of kernels at a time)."""
-    return _table(analysis, _base(analysis), rows or slice(None))
+    return _table(analysis, rows or slice(None))
 
 
-def _base(analysis: Analysis) -> pd.DataFrame:
-    """Per kernel: the identity and measured columns every model's rows repeat."""
-    kernels = analysis.kernels
+def _base(analysis: Analysis, rows: slice) -> pd.DataFrame:
+    """Per kernel of ``rows``: the identity and measured columns every model's rows repeat. Built for
+    the slice alone (each name is derived from its own row): the names of every kernel at once held
+    tens of MB more than a chunk's at 100k kernels."""
+    kernels = analysis.kernels.iloc[rows]
+    first = range(len(analysis.kernels))[rows].start if len(kernels) else 0
     return pd.DataFrame({
-        "kernel_id": kernel_ids(kernels),
+        "kernel_id": kernel_ids(kernels, first),
         "kernel": display_names(kernels),
         "kernel_name": full_names(kernels),
-        "measured_ns": analysis.measured_ns,
+        "measured_ns": analysis.measured_ns.iloc[rows],
     })
 
 
-def _table(analysis: Analysis, everything: pd.DataFrame, rows: slice) -> pd.DataFrame:
-    base = everything.iloc[rows].copy()
+def _table(analysis: Analysis, rows: slice) -> pd.DataFrame:
+    base = _base(analysis, rows)
     base["_position"] = np.arange(len(base))
     parts = []
     for order, (mid, run) in enumerate(analysis.runs.items()):
@@ -100,10 +103,9 @@ def iter_csv(analysis: Analysis, chunk: int = CHUNK_KERNELS) -> Iterator[bytes]:
     """The CSV report as byte chunks of ``chunk`` kernels (x models) each, the header in the first: the
     long table is never built whole (a million kernels x seven models held at once took 3x the input
     file's size in memory). Each row is formatted exactly as one whole-table ``to_csv`` would."""
-    everything = _base(analysis)
-    total = len(everything)
+    total = len(analysis.kernels)
     for start in range(0, max(total, 1), chunk):
-        table = _table(analysis, everything, slice(start, start + chunk))
+        table = _table(analysis, slice(start, start + chunk))
         for column in TEXT_COLUMNS:
             table[column] = table[column].map(_text_field)
         buffer = io.StringIO()

@@ -8,6 +8,7 @@ after the report and linked relatively). The CLI writes the result with
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -54,6 +55,7 @@ def report_outputs(analysis: Analysis, fmt: str, output: Path | None,
     """Every file of the report as bytes, or an iterator of byte chunks for a report written as it is made
     (JSON); the key None means stdout (Markdown, JSON, CSV only)."""
     step = progress or (lambda _label: None)
+    release_free_memory()  # the models' temporaries: the report's own memory then starts from what is held
     if fmt == "json":
         from nvperf_bridge.reports.json_report import iter_json
 
@@ -73,6 +75,7 @@ def report_outputs(analysis: Analysis, fmt: str, output: Path | None,
 
         step("drawing figures")
         figures = report_figures(analysis)
+        release_free_memory()
         step("writing the workbook")
         return {output: render_workbook(analysis, figures)}
     from nvperf_bridge.reports.markdown import render_markdown
@@ -81,6 +84,7 @@ def report_outputs(analysis: Analysis, fmt: str, output: Path | None,
         return {None: render_markdown(analysis).encode("utf-8")}
     step("drawing figures")
     figures = report_figures(analysis)
+    release_free_memory()
     files: dict[Path | None, bytes] = {}
     links = {}
     for figure in figures:
@@ -91,4 +95,23 @@ def report_outputs(analysis: Analysis, fmt: str, output: Path | None,
     return files
 
 
-__all__ = ["FILE_ONLY", "FORMATS", "figure_path", "format_for", "report_outputs"]
+def release_free_memory() -> None:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing elsewhere).
+
+    pandas and numpy free their temporaries into the C allocator, which keeps the pages: after the models
+    of a 100k-kernel analysis about 55 MB of the process's memory were such free pages, and the report's
+    own work (figures, text) then came on top of them, raising the peak. Trimming costs well under a
+    millisecond on a small run and changes no result.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        return
+    trim(0)
+
+
+__all__ = ["FILE_ONLY", "FORMATS", "figure_path", "format_for", "release_free_memory", "report_outputs"]
