@@ -69,14 +69,20 @@ def time_unit(values_ns: Iterable[float] | pd.Series) -> TimeUnit:
     land between 1 and 1000; an empty column keeps ns.
     """
     if isinstance(values_ns, np.ndarray) and values_ns.dtype.kind in "fiu":
-        series = pd.Series(values_ns.astype("float64", copy=False))  # no list of a million Python floats
-    else:
-        series = pd.to_numeric(pd.Series(list(values_ns) if not isinstance(values_ns, pd.Series) else values_ns),
-                               errors="coerce")
+        # numpy alone (no list of a million Python floats): the positive values' median, partitioned in place
+        array = values_ns.astype("float64", copy=False)
+        positive = array[(array > 0) & np.isfinite(array)]
+        return _unit_for(float(np.median(positive, overwrite_input=True)) if positive.size else None)
+    series = pd.to_numeric(pd.Series(list(values_ns) if not isinstance(values_ns, pd.Series) else values_ns),
+                           errors="coerce")
     positive = series[(series > 0) & np.isfinite(series)]
-    if positive.empty:
+    return _unit_for(None if positive.empty else float(positive.median()))
+
+
+def _unit_for(typical: float | None) -> TimeUnit:
+    """The largest unit not above ``typical`` ns (ns for None: no positive value)."""
+    if typical is None:
         return TimeUnit("ns", 1.0)
-    typical = float(positive.median())
     chosen = TIME_UNITS[0]
     for label, scale in TIME_UNITS:
         if typical >= scale:

@@ -78,20 +78,21 @@ def report_outputs(analysis: Analysis, fmt: str, output: Path | None,
         release_free_memory()
         step("writing the workbook")
         return {output: render_workbook(analysis, figures)}
-    from nvperf_bridge.reports.markdown import render_markdown
+    from nvperf_bridge.reports.markdown import join_markdown, markdown_parts, render_markdown
 
     if output is None:  # stdout: no files to link figures from
         return {None: render_markdown(analysis).encode("utf-8")}
+    parts = markdown_parts(analysis)  # the text first: its temporaries are freed before the figures are drawn
+    release_free_memory()
     step("drawing figures")
     figures = report_figures(analysis)
-    release_free_memory()
     files: dict[Path | None, bytes] = {}
     links = {}
     for figure in figures:
         path = figure_path(output, figure.key)
         files[path] = figure.png
         links[figure.caption] = path.name
-    files = {output: render_markdown(analysis, links).encode("utf-8"), **files}
+    files = {output: join_markdown(parts, links).encode("utf-8"), **files}
     return files
 
 
