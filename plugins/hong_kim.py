@@ -155,6 +155,7 @@ DEFAULT_COALESCED_SECTORS = 4.0
 MEMORY_INPUTS = ("requests", "dram", "levels")
 CASE_SELECTIONS = ("published", "section-3.2")
 SHARED_MEMORY = ("pipe", "off")  # the first is the default
+LOAD_BYTES = ("requested", "sectors", "constant")  # the first is the default
 
 STATE_NO_MEMORY = "no global memory instructions"
 STATE_EQ22 = "MWP = CWP = N (not enough warps)"
@@ -270,6 +271,7 @@ class HongKimModel:
         memory_inputs = choice_option(options, "memory_inputs", MEMORY_INPUTS, self.id)
         case_selection = choice_option(options, "case_selection", CASE_SELECTIONS, self.id)
         shared_memory = choice_option(options, "shared_memory", SHARED_MEMORY, self.id)
+        load_bytes = choice_option(options, "load_bytes", LOAD_BYTES, self.id)
         cache_aware = bool_option(options, "cache_aware", False, self.id)
         if cache_aware and memory_inputs != "requests":
             raise ModelError(
@@ -351,6 +353,14 @@ class HongKimModel:
                 Mem_insts = Mem_insts_requests
                 Load_bytes_per_warp = pd.Series(const["Load_bytes_per_warp"], index=index)
                 memory_label = "requests (global ld/st requests, all assumed to reach DRAM, as the paper)"
+            if load_bytes != "constant" and memory_inputs != "dram":
+                # Table 1 row 21 defines Load_bytes_per_warp as the kernel's data size x 32 threads; the counters
+                # give it per kernel: "requested", the bytes the threads ask for per memory warp (requested sectors
+                # x 32 B: 128 B for 4-byte words, 512 B for 16-byte words); "sectors" (EXTENSION), what one memory
+                # warp moves, its sectors per request (r) x 32 B (up to 1 KiB for an uncoalesced warp)
+                per_warp = wide if load_bytes == "requested" else transactions_per_mw
+                counted = (per_warp * SECTOR_BYTES).where(requests > 0).fillna(const["Load_bytes_per_warp"])
+                Load_bytes_per_warp = counted * (levels["f_dram"] if memory_inputs == "levels" else 1.0)
             Comp_insts = Total_insts - Mem_insts_requests
             Uncoal_Mem_insts = Mem_insts * uncoal_fraction
             Coal_Mem_insts = Mem_insts - Uncoal_Mem_insts
@@ -530,6 +540,7 @@ class HongKimModel:
             "cache_aware": cache_aware,
             "case_selection": case_selection,
             "shared_memory": shared_memory,
+            "load_bytes": load_bytes,
             "Issue_comp_cycles": Issue_comp_cycles,
             "Shared_cycles": Shared_cycles,
             "comp_limit": text(labels.where((shared_memory == "pipe") & (Shared_cycles > Issue_comp_cycles),

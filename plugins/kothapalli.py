@@ -46,7 +46,11 @@ k                         G80/GT200 (cc 1.x, the paper's GPUs): N_t x c / r,
                           32 c) one thread per transaction, k = 1.
 k' (bank conflicts)       (``shared_ld_wavefronts`` + ``shared_st_wavefronts``)
                           / shared requests, at least 1
-C(T) (Sec. 3.3)           MAX: max(N_comp, N_memory); SUM: N_comp + N_memory
+C(T) (Sec. 3.3)           MAX: max(N_comp, N_memory); SUM: N_comp + N_memory.
+                          MAX + ``exposed_fraction`` x min(N_comp, N_memory)
+                          with the EXTENSION constant ``exposed_fraction``
+                          (0, the paper's MAX, by default; 1 is SUM; fitted
+                          by calibrate)
 C_T(K) (2)                C(T) x option ``max_thread_factor`` (default 1): the
                           paper takes the costliest thread; counters give the
                           mean thread, so without the factor C_T(K) is the
@@ -213,6 +217,13 @@ class KothapalliModel:
             "one; calibrate moves it (L1 hits about 33 cycles by pointer chasing, github.com/ooreilly/cuda "
             "cache/README.md after Mei & Chu TPDS 2017)",
         ),
+        ConstantSpec(
+            "exposed_fraction", 0.0, "fraction", (0.0, 1.0),
+            "share of the smaller of N_comp and N_memory that the MAX model's overlap leaves exposed: C(T) = "
+            "max + exposed_fraction x min (EXTENSION between the paper's two combinations: 0 = MAX, 1 = SUM)",
+            "default 0, the paper's MAX model (Section 3.3: latency fully hidden); 1 is its SUM model (not hidden at "
+            "all); fitted by calibrate: how much of the hidden cost a GPU's warps fail to hide",
+        ),
         LAUNCH_CONSTANT,
     )
 
@@ -284,7 +295,10 @@ class KothapalliModel:
             N_memory = N_memory_global + N_memory_shared
 
             # --- C(T), C_T(K) (Section 3.3, Eq. 2) ---
-            C_T_max = np.maximum(N_comp, N_memory) * max_thread_factor  # MAX model
+            # MAX model; EXTENSION (constant exposed_fraction, 0 = the paper's MAX): the smaller cost is only partly
+            # hidden, C(T) = max + exposed_fraction x min, which runs from MAX (0) to SUM (1)
+            exposed = const["exposed_fraction"] * np.minimum(N_comp, N_memory)
+            C_T_max = (np.maximum(N_comp, N_memory) + exposed) * max_thread_factor
             C_T_sum = (N_comp + N_memory) * max_thread_factor  # SUM model
 
             # --- Eq. (3) and (4) ---
@@ -379,6 +393,7 @@ class KothapalliModel:
             "thread_floor": thread_floor,
             "L_global": (L if np.ndim(L) else pd.Series(L, index=index)).where(global_accesses > 0),
             "launch_ns": const["launch_ns"],
+            "exposed_fraction": const["exposed_fraction"],
         }
         if global_memory == "levels":
             details.update(f_dram=levels["f_dram"], f_l2=levels["f_l2"], f_l1=levels["f_l1"],

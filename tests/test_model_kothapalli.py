@@ -128,6 +128,24 @@ def test_sum_adds_compute_and_memory(gtx280) -> None:
     assert by_sum["prediction"] == "SUM" and by_sum["state"].startswith("SUM: ")
 
 
+def test_exposed_fraction_runs_from_the_papers_max_to_its_sum(gtx280) -> None:
+    # the extension constant: 0 (the default) is the published MAX, 1 is the published SUM, 0.5 hides half the smaller
+    from nvperf_bridge.calibration import with_constants
+
+    warps = 373 * 16
+    frame = list_ranking_frame(inst_executed=(264.0 + 10000.0) * warps)  # N_comp 40000 < N_memory 132264
+    published = MODEL.evaluate(frame, gtx280, {}).iloc[0]
+    by_sum = MODEL.evaluate(frame, gtx280, {"prediction": "sum"}).iloc[0]
+    assert published["exposed_fraction"] == 0.0
+    assert published["C_T_max"] == pytest.approx(published["N_memory"])
+    for fraction, expected in ((0.0, published["predicted_ns"]), (1.0, by_sum["predicted_ns"]),
+                               (0.5, published["predicted_ns"] * (1 + 0.5 * 40000.0 / published["N_memory"]))):
+        gpu = with_constants(gtx280, "kothapalli", {"exposed_fraction": fraction}, "test", "calibrated")
+        row = MODEL.evaluate(frame, gpu, {}).iloc[0]
+        assert row["predicted_ns"] == pytest.approx(expected)
+        assert row["T_sum_ns"] == pytest.approx(by_sum["T_sum_ns"])  # the SUM prediction never moves
+
+
 def test_compute_bound_and_balanced(gtx280) -> None:
     warps = 373 * 16
     compute = MODEL.evaluate(list_ranking_frame(inst_executed=(264.0 + 1e6) * warps), gtx280, {}).iloc[0]

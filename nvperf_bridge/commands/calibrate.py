@@ -20,7 +20,7 @@ def calibrate_command(
     folds: int = typer.Option(5, "--folds", help="k of the k-fold cross-validation by application: each input file (a metrics+trace pair) is one application, all its kernels in one fold (reduced when there are fewer applications)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the fold split and of the optimiser's random restarts."),
     constant: list[str] | None = typer.Option(None, "--constant", help="Fit only this constant, as MODEL:NAME (repeatable; e.g. hong-kim:Mem_LD). Models not named keep fitting all their constants."),
-    loss: str = typer.Option("linear", "--loss", help="least_squares loss on the log residuals: linear (plain least squares) or soft_l1 (damps kernels a model is far off on)."),
+    loss: str = typer.Option("soft_l1", "--loss", help="least_squares loss on the log residuals: soft_l1 (default: damps kernels a model is far off on) or linear (plain least squares)."),
     per_kernel: bool = typer.Option(False, "--per-kernel", help="Instead of machine constants, fit one factor per kernel function (and per function and block size) for the recommended estimate, from these runs; analyze --gpu OUTPUT applies it to other runs (other input sizes) of the same functions."),
     force: bool = typer.Option(False, "--force", help="Overwrite the output file if it exists."),
     plugin: list[str] | None = typer.Option(None, "--plugin", help="Also load a model plugin from this .py file."),
@@ -167,7 +167,7 @@ def _command_line(files: list[Path], gpu: str | None, models: list[str] | None, 
     parts += ["-o", str(output), "--folds", str(folds), "--seed", str(seed)]
     for item in constants:
         parts += ["--constant", item]
-    if loss != "linear":
+    if loss != "soft_l1":  # the default
         parts += ["--loss", loss]
     return shlex.join(parts)
 
