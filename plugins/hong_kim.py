@@ -63,7 +63,12 @@ Departure_del_coal (15)
 Issue_cycles (19)          constant ``Issue_cycles`` (Table 1: 4)
 #Uncoal_per_mw (10, 15)    constant ``Uncoal_per_mw`` (Table 3: 32)
 #Coal_per_mw               1 by the paper's definition (Table 1 row 19)
-Load_bytes_per_warp (7)    constant ``Load_bytes_per_warp`` (Table 1: 4 B x 32)
+Load_bytes_per_warp (7)    Table 1: data size x 32 threads. Option
+                           ``load_bytes=requested`` (default): per kernel,
+                           requested sectors per request x 32 B
+                           (``counters.requested_sectors``); the constant
+                           ``Load_bytes_per_warp`` (4 B x 32) where the
+                           load/store efficiencies were not collected
 =========================  ===================================================
 
 predicted_cycles is Eq. (27), ``Exec_cycles_with_synch``; predicted_ns is
@@ -80,6 +85,11 @@ Options (``options`` mapping, all optional)
     ``dram_write_bytes``). The memory instructions still count in
     #Total_insts, so they still cost issue cycles. Detail ``memory_inputs``
     says which was used.
+``load_bytes``: ``requested`` (default: Eq. (7)'s Load_bytes_per_warp is what the threads of
+    one memory warp ask for, the kernel's data size x 32 as Table 1 defines it, read from the
+    requested sectors), ``constant`` (the constant ``Load_bytes_per_warp`` for every kernel, as the
+    worked example) or ``sectors`` (EXTENSION, not the paper: what the warp moves, its sectors per
+    request x 32 B). Detail ``load_bytes``.
 ``cache_aware``: ``false`` (default) or ``true`` (EXTENSION, not the paper:
     Mem_LD is blended by the L2 hit rate, Mem_LD' = h x L2_LD +
     (1 - h) x Mem_LD with h = ``l2_hit_rate``; needs that counter). Not

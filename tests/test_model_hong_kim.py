@@ -398,3 +398,25 @@ def test_published_case_rule_is_not_monotone_at_comp_equals_mem(example_gpu) -> 
     assert b["predicted_cycles"] < a["predicted_cycles"]
     c = MODEL.evaluate(above, example_gpu, {"case_selection": "section-3.2"}).iloc[0]
     assert c["equation"] == "24" and c["predicted_cycles"] > a["predicted_cycles"]
+
+
+def test_load_bytes_per_warp_is_the_data_size_the_threads_ask_for(realdata_dir: Path) -> None:
+    # Table 1 row 21: Load_bytes_per_warp = data size x 32 threads. On the real nvprof run of the CUDA SDK scan,
+    # uniformUpdate adds a uint4 (16 bytes) per thread: 512 B per memory warp (less the one 4-byte load per block
+    # of the value it adds), not Table 1's typical 4 B x 32
+    from nvperf_bridge.discovery import read_inputs
+
+    corpus = realdata_dir / "magus-corpus"
+    kernels = read_inputs([corpus / "metrics_cudasdk_scan.csv", corpus / "traces_cudasdk_scan.csv"]).kernels
+    gpu = resolve_profile("gtx-1080-ti")
+    requested = MODEL.evaluate(kernels, gpu, {})
+    constant = MODEL.evaluate(kernels, gpu, {"load_bytes": "constant"})
+    update = (kernels["kernel"] == "uniformUpdate").to_numpy()
+    assert update.any()
+    ask = requested.loc[update, "Load_bytes_per_warp"].to_numpy()
+    assert ((ask > 3.5 * 128.0) & (ask <= 512.0)).all()
+    assert (constant["Load_bytes_per_warp"] == 128.0).all()
+    # more bytes per warp: fewer warps saturate the SM's share of the bandwidth (Eq. 6), in proportion
+    assert (requested.loc[update, "MWP_peak_BW"].to_numpy()
+            == pytest.approx(constant.loc[update, "MWP_peak_BW"].to_numpy() * 128.0 / ask, rel=1e-9))
+    assert set(requested["load_bytes"]) == {"requested"}
