@@ -106,3 +106,23 @@ def test_very_long_template_names_are_shortened() -> None:
     assert len(name) > 700
     short = short_names(pd.Series([name]))[0]
     assert short.startswith("Eigen::EigenMetaKernel<") and short.endswith("...>") and len(short) < 120
+
+
+def test_located_table_reads_the_same_across_encoding_blocks(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """The table is handed to the parser as UTF-8 encoded a block at a time: multi-byte names split across
+    blocks, a units row and text after the table read exactly as the text itself does."""
+    import io
+
+    from nvperf_bridge.importers import text as text_module
+
+    table_text = ('"ID","Kernel Name","Metric Unit","Metric Value"\n'
+                  + "".join(f'"{i}","kérnel_µs_{i}<float, é>","µs","{i}.5"\n' for i in range(40)))
+    whole = "app output, then the table\n" + table_text + "\n==PROF== Disconnected\n"
+    table = text_module.table_at(whole, whole.index('"ID"'))
+    expected = pd.read_csv(io.StringIO(table.region(whole)), dtype=str, keep_default_na=False, na_values=[""],
+                           index_col=False)
+    for block in (1, 3, 7, 1 << 20):
+        monkeypatch.setattr(text_module.EncodedText, "BLOCK", block)
+        frame, _ = text_module.read_table(whole, table, tmp_path / "p.csv")
+        pd.testing.assert_frame_equal(frame, expected, check_exact=True)
+    assert frame["Kernel Name"][39] == "kérnel_µs_39<float, é>"
