@@ -226,3 +226,30 @@ def test_libreoffice_opens_and_converts_the_workbook(workbook_bytes: bytes, tmp_
         text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, timeout=60).stdout
         assert "cutlass::Kernel" in text and "Consensus" in text
         assert '=HYPERLINK("http://x","click")' in text, "shown as text, not evaluated"
+
+
+def test_number_arrays_are_written_as_their_python_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A float array column (the Inputs sheet's numbers, converted a chunk of rows at a time) gives the
+    same cells and width as the list of its Python numbers, across chunk boundaries; NaN and infinities
+    are no cell."""
+    import numpy as np
+
+    from nvperf_bridge.reports import xlsx_rows
+
+    monkeypatch.setattr(xlsx_rows, "_ROWS_PER_CHUNK", 3)
+    array = np.array([1.5, np.nan, -2.0, np.inf, 1e300, 0.0, -np.inf, 3.25, -7.5])
+    listed = excel.number_values(array)
+    assert listed[1] is None and listed[4] == 1e300
+
+    def xml(values) -> str:
+        texts = ["a", None, "b", "=c", "d", "e", "f", "g", "h"]
+        block = xlsx_rows.RawBlock("x", first_row=4, rows=len(array), quoted_style=9,
+                                   columns=[xlsx_rows.RawColumn("C", values, 7), xlsx_rows.RawColumn("D", texts)])
+        return "".join(xlsx_rows.block_rows(block))
+
+    assert xml(array) == xml(listed)
+    assert '<c r="C4" s="7"><v>1.5</v></c>' in xml(array) and '<c r="C12" s="7"><v>-7.5</v></c>' in xml(array)
+    assert all(f'r="C{row}"' not in xml(array) for row in (5, 7, 10))  # NaN, inf, -inf: no cell
+    for fmt in ("#,##0", "#,##0.00", "0.00E+00", "0.0%"):
+        assert excel.number_width("value", array, fmt) == excel.number_width("value", listed, fmt)
+    assert excel.number_width("v", np.array([np.nan]), "#,##0") == excel.number_width("v", [None], "#,##0")

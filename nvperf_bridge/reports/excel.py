@@ -61,7 +61,7 @@ from nvperf_bridge.columns import CANONICAL_COLUMNS, IDENTITY_COLUMNS
 from nvperf_bridge.model import BOTTLENECKS
 from nvperf_bridge.review.build import Review, build_review
 from nvperf_bridge.review.groups import TOP_SHARE
-from nvperf_bridge.reports.xlsx_rows import Quoted, RawBlock, RawColumn, inject_rows
+from nvperf_bridge.reports.xlsx_rows import Quoted, RawBlock, RawColumn, inject_rows, plain_numbers
 from nvperf_bridge.reports.common import (
     BOTTLENECK_COLORS,
     ERROR_BANDS,
@@ -118,7 +118,7 @@ class Column:
     """One column of a sheet table: header, values (None = empty cell) and how to show them."""
 
     header: str
-    values: list[Any]
+    values: list[Any] | np.ndarray  # a float64 array: numbers (NaN, infinities: empty), converted as written
     kind: str = "text"  # text | number | label
     number_format: str = "General"
     width: float = 12.0
@@ -192,11 +192,13 @@ def _clean_text(text: str, width: int | None) -> Any:
 
 def number_values(series: pd.Series | Sequence[Any], scale: float = 1.0) -> list[Any]:
     """Numeric column values divided by ``scale``; NaN and infinities become empty cells."""
-    array = pd.to_numeric(pd.Series(series), errors="coerce").to_numpy(dtype="float64") / scale
-    finite = np.isfinite(array)
-    if finite.all():
-        return array.tolist()
-    return np.where(finite, array, None).tolist()
+    return plain_numbers(number_array(series, scale))
+
+
+def number_array(series: pd.Series | Sequence[Any], scale: float = 1.0) -> np.ndarray:
+    """``number_values`` as a float64 array (NaN, infinities: empty cells), for a long column: the
+    workbook writer turns it into Python numbers a chunk of rows at a time."""
+    return pd.to_numeric(pd.Series(series), errors="coerce").to_numpy(dtype="float64") / scale
 
 
 def number_format_for(values: pd.Series) -> str:
@@ -221,10 +223,14 @@ def number_format_for(values: pd.Series) -> str:
     return "0.00E+00"
 
 
-def number_width(header: str, values: Sequence[Any], number_format: str, floor: float = 8.0) -> float:
+def number_width(header: str, values: Sequence[Any] | np.ndarray, number_format: str, floor: float = 8.0) -> float:
     """A column width that shows every number in ``number_format`` (never '###'): the widest
     formatted value (thousands separators, decimals, sign, %), or the header's longest word."""
-    finite = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    if isinstance(values, np.ndarray):
+        numbers = values[np.isfinite(values)]
+        finite = [float(numbers[np.argmax(np.abs(numbers))])] if numbers.size else []  # the first largest
+    else:
+        finite = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
     word = max((len(w) for w in header.split()), default=4)
     if not finite:
         return float(max(floor, word + 2))
@@ -905,7 +911,7 @@ def _inputs_sheet(analysis: Analysis, large: bool) -> TableSheet:
             name not in IDENTITY_COLUMNS or name in ("source_row", "invocations"))
         if numeric:
             fmt = "0.0%" if unit == "fraction" else number_format_for(values)
-            numbers = number_values(values)
+            numbers = number_array(values)  # every kernel: an array, not a list of Python floats
             width = max(number_width(header, numbers, fmt), min(len(header), 28) + 2.0)
             columns.append(Column(header, numbers, "number", fmt, width, comment, raw=spec is None))
         else:
