@@ -71,7 +71,7 @@ import json
 from collections import OrderedDict
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -288,10 +288,13 @@ def cached_term_table(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[s
     return table
 
 
-def combine(terms: pd.DataFrame, values: Mapping[str, float]) -> tuple[pd.Series, pd.DataFrame]:
+def combine(terms: pd.DataFrame, values: Mapping[str, float],
+            bound_terms: Sequence[str] = BOUND_TERMS) -> tuple[pd.Series, pd.DataFrame]:
     """The estimate (ns) and the scaled terms (ns): overhead + soft maximum of the scaled bound
-    terms, blended geometrically with the scaled Transit prediction where there is one."""
-    scaled = pd.DataFrame({name: values[f"k_{name}"] * terms[name].fillna(0.0) for name in BOUND_TERMS},
+    terms, blended geometrically with the scaled Transit prediction where there is one.
+    ``bound_terms`` (each with its factor ``k_<name>`` in ``values``) is the shipped form's by
+    default; ``benchmarks/recommended_candidates.py`` passes more to screen candidate terms."""
+    scaled = pd.DataFrame({name: values[f"k_{name}"] * terms[name].fillna(0.0) for name in bound_terms},
                           index=terms.index)
     p = float(values["p"])
     largest = scaled.max(axis=1)

@@ -46,6 +46,21 @@ def test_soft_maximum_adds_at_p1_and_takes_the_largest_bound_at_large_p() -> Non
     assert scaled[list(recommended.BOUND_TERMS)].idxmax(axis=1)[0] == "dram"
 
 
+def test_a_candidate_term_enters_the_soft_maximum_with_its_own_factor() -> None:
+    """benchmarks/recommended_candidates.py screens a term by passing it to combine: at p = 1 its
+    scaled value adds to the bound model like a shipped term's; the shipped form ignores the column."""
+    terms = pd.DataFrame({name: [0.0] for name in recommended.TERMS})
+    terms.loc[0, "dram"] = 300.0
+    terms["transit"] = np.nan
+    terms["shlat"] = 50.0  # e.g. 50 ns of shared-memory latency
+    values = {"overhead_ns": 1000.0, "p": 1.0, "w_transit": 0.5, "k_shlat": 2.0,
+              **{f"k_{name}": 1.0 for name in recommended.TERMS}}
+    with_term, scaled = recommended.combine(terms, values, (*recommended.BOUND_TERMS, "shlat"))
+    assert with_term[0] == pytest.approx(1000 + 300 + 2 * 50) and scaled.loc[0, "shlat"] == pytest.approx(100.0)
+    shipped, _ = recommended.combine(terms, values)
+    assert shipped[0] == pytest.approx(1000 + 300)
+
+
 def test_transit_is_blended_geometrically_by_its_weight() -> None:
     """t = B^(1-w) (k_transit T)^w: Transit 4x the bound model at weight 0.5 doubles the estimate."""
     terms = pd.DataFrame({name: [0.0] for name in recommended.TERMS})
@@ -200,3 +215,28 @@ def test_l2_term_reads_the_l2_counters_of_a_real_nvprof_file(realdata_dir: Path)
     expected = (kernels["l2_read_bytes"] + kernels["l2_write_bytes"]) / gpu.memory_bandwidth_bytes_per_s * 1e9
     assert kernels["l2_read_bytes"].notna().all()
     pd.testing.assert_series_equal(terms["l2"], expected, check_names=False)
+
+
+def test_candidate_screening_predicts_the_shipped_form_exactly(realdata_dir: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """benchmarks/recommended_candidates.py fits on a term table instead of through evaluate: on the
+    shipped form and the shipped constants its predictions of magus-corpus are the model's own, so the
+    candidates it screens are compared with the estimate users get, not with a copy of it."""
+    import importlib
+
+    from nvperf_bridge.analysis import choose_gpu
+    from nvperf_bridge.calibration import measured_ns
+    from nvperf_bridge.discovery import read_inputs
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    screening = importlib.import_module("recommended_candidates")
+    corpus = realdata_dir / "magus-corpus"
+    kernels = read_inputs(sorted(f for f in corpus.iterdir() if f.suffix == ".csv")).kernels
+    kernels = kernels[measured_ns(kernels).notna()]
+    gpu, _ = choose_gpu(kernels, None)
+    shipped = next(c for c in screening.CANDIDATES if c.name == "shipped")
+    values = {spec.name: spec.default for spec in MODEL.constants}
+    screened = screening._TermEvaluator(shipped, screening._terms(shipped, kernels, gpu)).predict(values)
+    own = MODEL.evaluate(kernels, gpu, {})["predicted_ns"].to_numpy()
+    assert np.isfinite(own).all()
+    np.testing.assert_allclose(screened, own, rtol=1e-12)

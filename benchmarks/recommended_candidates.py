@@ -1,0 +1,301 @@
+"""Screen candidate terms for the recommended estimate, held out, against the shipped form.
+
+Usage (from the repository root)::
+
+    python benchmarks/recommended_candidates.py                 # every candidate, 6 fold seeds + LOAO + amaris
+    python benchmarks/recommended_candidates.py --only memsec   # one candidate (and the shipped form, paired)
+    python benchmarks/recommended_candidates.py --list
+
+Each candidate is the shipped form (plugins/recommended.py) with one change: a term added to
+the soft maximum, a bound held at its hardware peak, another weighting of the fit, or another
+way of blending with Transit. Every candidate and the shipped form are fitted the same way as
+``benchmarks/fit_recommended.py`` does (calibration's ``select_constants`` and ``fit_constants``:
+bounded least squares on log(predicted/measured), soft_l1, f_scale 0.5, from NEUTRAL), but on
+the term table computed once (``recommended.term_table``) instead of through ``evaluate``, so a
+candidate takes about a minute instead of ten. On the shipped form the figures equal
+fit_recommended.py's (19.7% / 84.4% on fold seeds 0-2 for model 2.1).
+
+Printed per candidate: median APE / within 2x held out (5-fold grouped by application on
+../shared/realdata/magus-corpus) as the mean of fold seeds 0-2, the kernels within 2x per seed
+0..N-1, the mean over all seeds, leave-one-application-out, and the stock figures (fitted on the
+whole corpus) on the five Kepler/Maxwell GPUs of ../shared/realdata/amaris-kepler-maxwell
+(within 2x counts a kernel without a prediction as outside). The results of the last run are in
+docs/calibration.md ("Candidates screened after model 2.1").
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+REALDATA = ROOT.parent / "shared" / "realdata"
+
+TermsFn = Callable[[pd.DataFrame, Any], pd.DataFrame]
+
+
+@dataclass
+class Candidate:
+    """One change to the shipped form."""
+
+    name: str
+    description: str
+    extra_terms: dict[str, tuple[TermsFn, float, tuple[float, float]]] = field(default_factory=dict)  # name -> (T in ns, start k, bounds)
+    held: tuple[str, ...] = ()            # further constants held at their start value (1 = the hardware peak)
+    weights: str = "kernel"              # "kernel": 1/sqrt(rows of the same kernel name), as shipped; "app^a": rows of the application ^ -a
+    transform: Callable[[pd.DataFrame, dict[str, float]], pd.DataFrame] | None = None  # changes the term table per trial
+    extra_constants: dict[str, tuple[float, tuple[float, float]]] = field(default_factory=dict)  # for ``transform``
+    overhead_outside_blend: bool = False
+
+
+def _per_warp_per_wave(kernels: pd.DataFrame, gpu: Any, count: pd.Series) -> pd.Series:
+    """count per warp, once per (full) wave, in ns: one warp's serial cost of ``count`` events at 1 cycle each."""
+    from nvperf_bridge.launch import launch_geometry
+
+    geometry = launch_geometry(kernels, gpu)
+    return count / geometry.total_warps * geometry.full_waves.clip(lower=1.0) / gpu.sm_clock_hz * 1e9
+
+
+def _column(kernels: pd.DataFrame, name: str) -> pd.Series:
+    from nvperf_bridge.model import column_or_nan
+
+    return column_or_nan(kernels, name).fillna(0.0)
+
+
+def shared_latency(kernels: pd.DataFrame, gpu: Any) -> pd.Series:
+    return _per_warp_per_wave(kernels, gpu, _column(kernels, "inst_shared_ld") + _column(kernels, "inst_shared_st"))
+
+
+def global_sectors_latency(kernels: pd.DataFrame, gpu: Any) -> pd.Series:
+    from nvperf_bridge.counters import global_sectors
+
+    ld, st, _ = global_sectors(kernels, gpu)
+    return _per_warp_per_wave(kernels, gpu, ld.fillna(0.0) + st.fillna(0.0))
+
+
+def block_launches(kernels: pd.DataFrame, gpu: Any) -> pd.Series:
+    return np.ceil(_column(kernels, "grid_blocks") / gpu.sm_count) / gpu.sm_clock_hz * 1e9
+
+
+def latency_times_rep(kernels: pd.DataFrame, gpu: Any) -> pd.Series:
+    from nvperf_bridge.launch import launch_geometry
+
+    geometry = launch_geometry(kernels, gpu)
+    return (_column(kernels, "inst_executed") / geometry.total_warps * geometry.repetitions.clip(lower=1.0)
+            / gpu.sm_clock_hz * 1e9)
+
+
+def _l2_hits_only(terms: pd.DataFrame, values: dict[str, float]) -> pd.DataFrame:
+    terms = terms.copy()
+    terms["l2"] = (terms["l2"] - terms["dram"].fillna(0.0)).clip(lower=0.0)
+    return terms
+
+
+def _l2_split(terms: pd.DataFrame, values: dict[str, float]) -> pd.DataFrame:
+    terms = terms.copy()
+    dram = terms["dram"].fillna(0.0)
+    terms["l2"] = np.minimum(terms["l2"], dram) + values["k_l2_hit"] * (terms["l2"] - dram).clip(lower=0.0)
+    return terms
+
+
+def _transit_compute_factor(terms: pd.DataFrame, values: dict[str, float]) -> pd.DataFrame:
+    terms = terms.copy()
+    terms["transit"] = terms["transit"] * np.where(terms["transit_bottleneck"] == "compute", values["k_transit_compute"], 1.0)
+    return terms
+
+
+CANDIDATES = [
+    Candidate("shipped", "model 2.1 as shipped"),
+    Candidate("shlat", "shared-memory latency: shared requests per warp per wave x k cycles",
+              {"shlat": (shared_latency, 30.0, (1e-3, 1e4))}),
+    Candidate("memsec", "uncoalescing delay: global sectors per warp per wave x k cycles",
+              {"memsec": (global_sectors_latency, 10.0, (1e-3, 1e4))}),
+    Candidate("blocks", "block-launch throughput: ceil(grid / SMs) blocks x k cycles",
+              {"blocks": (block_launches, 100.0, (1e-3, 1e5))}),
+    Candidate("replat", "warps-per-scheduler floor: instructions per warp x Hong-Kim #Rep x k cycles",
+              {"replat": (latency_times_rep, 4.0, (1e-3, 1e3))}),
+    Candidate("l2hits", "L2 term counts only the L2 hits (L2 bytes - DRAM bytes)", transform=_l2_hits_only),
+    Candidate("l2split", "L2 term: DRAM-backed bytes + k_l2_hit x hit bytes", transform=_l2_split,
+              extra_constants={"k_l2_hit": (1.0, (1e-3, 1e3))}),
+    Candidate("fp64peak", "FP64 bound at the hardware peak (k_fp64 = 1, not fitted)", held=("k_fp64",)),
+    Candidate("sharedpeak", "shared-memory bound at the hardware peak (k_shared = 1, not fitted)", held=("k_shared",)),
+    Candidate("tail", "tail wave: issue, shared and FP64 bounds x ceil(waves) / waves (applied in _terms)"),
+    Candidate("transitcompute", "own factor on Transit's compute-bound predictions", transform=_transit_compute_factor,
+              extra_constants={"k_transit_compute": (1.0, (1e-3, 1e3))}),
+    Candidate("outside", "launch overhead added after the Transit blend (not blended)", overhead_outside_blend=True),
+    Candidate("appw0.5", "fit weights 1/sqrt(kernels of the application)", weights="app^0.5"),
+    Candidate("appw0.25", "fit weights (kernels of the application)^-1/4", weights="app^0.25"),
+]
+
+
+def _terms(candidate: Candidate, kernels: pd.DataFrame, gpu: Any) -> pd.DataFrame:
+    from nvperf_bridge.builtin_plugins.recommended import term_table
+    from nvperf_bridge.launch import launch_geometry
+
+    terms = term_table(kernels, gpu).copy()
+    for name, (fn, _, _) in candidate.extra_terms.items():
+        terms[name] = fn(kernels, gpu)
+    if candidate.name == "tail":
+        waves = launch_geometry(kernels, gpu).waves.clip(lower=1.0)
+        for name in ("issue", "shared", "fp64"):  # the busiest SM runs ceil(waves) waves of blocks
+            terms[name] = terms[name] * (np.ceil(waves) / waves).fillna(1.0)
+    return terms
+
+
+class _TermEvaluator:
+    """calibration's evaluator protocol (``log_predictions``) over a precomputed term table."""
+
+    def __init__(self, candidate: Candidate, terms: pd.DataFrame) -> None:
+        self.candidate, self.terms = candidate, terms
+
+    def predict(self, values: dict[str, float]) -> np.ndarray:
+        from nvperf_bridge.builtin_plugins.recommended import BOUND_TERMS, combine
+
+        terms = self.candidate.transform(self.terms, values) if self.candidate.transform else self.terms
+        names = (*BOUND_TERMS, *self.candidate.extra_terms)
+        if self.candidate.overhead_outside_blend:
+            predicted, _ = combine(terms, {**values, "overhead_ns": 0.0}, names)
+            return predicted.to_numpy() + values["overhead_ns"]
+        return combine(terms, values, names)[0].to_numpy()
+
+    def log_predictions(self, values: dict[str, float]) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(self.predict(values))
+
+
+def _specs(candidate: Candidate) -> tuple[list[Any], dict[str, float]]:
+    from nvperf_bridge.builtin_plugins.recommended import _SPECS, HELD_AT_PEAK, NEUTRAL
+    from nvperf_bridge.model import ConstantSpec
+
+    start = dict(NEUTRAL)
+    specs = [ConstantSpec(name, NEUTRAL[name], unit, bounds, meaning, "neutral") for name, unit, bounds, meaning in _SPECS]
+    for name, (_, k0, bounds) in candidate.extra_terms.items():
+        start[f"k_{name}"] = k0
+        specs.append(ConstantSpec(f"k_{name}", k0, "cycles", bounds, name, "neutral"))
+    for name, (v0, bounds) in candidate.extra_constants.items():
+        start[name] = v0
+        specs.append(ConstantSpec(name, v0, "x", bounds, name, "neutral"))
+    held = set(HELD_AT_PEAK) | set(candidate.held)
+    return [spec for spec in specs if spec.name not in held], start
+
+
+def _weights(candidate: Candidate, kernels: pd.DataFrame) -> np.ndarray:
+    from nvperf_bridge.calibration import application_groups, group_weights, kernel_groups
+
+    if candidate.weights == "kernel":
+        return group_weights(kernel_groups(kernels))
+    power = float(candidate.weights.split("^")[1])
+    apps = application_groups(kernels)
+    return apps.map(apps.value_counts()).to_numpy(dtype="float64") ** -power
+
+
+def _fit(candidate: Candidate, terms: pd.DataFrame, kernels: pd.DataFrame, seed: int) -> dict[str, float]:
+    from nvperf_bridge.builtin_plugins.recommended import MODEL
+    from nvperf_bridge.calibration import CalibrationSettings, fit_constants, kernel_groups, measured_ns, select_constants
+
+    settings = CalibrationSettings(folds=5, seed=seed, **{k: v for k, v in MODEL.fit_settings.items() if k != "only"})
+    specs, start = _specs(candidate)
+    evaluator = _TermEvaluator(candidate, terms)
+    weights = _weights(candidate, kernels)
+    names, _ = select_constants(evaluator, specs, start, weights, kernel_groups(kernels).nunique(), settings)
+    chosen = [spec for spec in specs if spec.name in names]
+    return {**start, **fit_constants(evaluator, chosen, start, measured_ns(kernels).to_numpy(), weights, settings)}
+
+
+def _held_out(candidate: Candidate, terms: pd.DataFrame, kernels: pd.DataFrame, folds: int, seed: int) -> np.ndarray:
+    from nvperf_bridge.calibration import application_groups, group_folds
+
+    plan = group_folds(application_groups(kernels), folds, seed, unit="application")
+    held = np.full(len(kernels), np.nan)
+    for fold in range(plan.folds):
+        train = plan.fold_of_row != fold
+        values = _fit(candidate, terms[train], kernels[train], seed)
+        held[~train] = _TermEvaluator(candidate, terms[~train]).predict(values)
+    return held
+
+
+def _figures(predicted: np.ndarray, measured: np.ndarray) -> tuple[float, float, int]:
+    ratio = predicted / measured
+    inside = (ratio >= 0.5) & (ratio <= 2.0)
+    return float(np.nanmedian(np.abs(ratio - 1.0))), float(inside.mean()), int(inside.sum())
+
+
+def screen(candidate: Candidate, kernels: pd.DataFrame, gpu: Any, seeds: int, loao: bool,
+           amaris: list[tuple[str, pd.DataFrame, Any]]) -> str:
+    from nvperf_bridge.calibration import application_groups, measured_ns
+
+    measured = measured_ns(kernels).to_numpy()
+    terms = _terms(candidate, kernels, gpu)
+    runs = [_figures(_held_out(candidate, terms, kernels, 5, seed), measured) for seed in range(seeds)]
+    first = runs[:3]
+    line = (f"{candidate.name:15s} seeds 0-2 {np.mean([r[0] for r in first]):.1%} / {np.mean([r[1] for r in first]):.1%}"
+            f"  within 2x per seed [{' '.join(str(r[2]) for r in runs)}]"
+            f"  seeds 0-{seeds - 1} {np.mean([r[0] for r in runs]):.1%} / {np.mean([r[1] for r in runs]):.1%}")
+    if loao:
+        apps = int(application_groups(kernels).nunique())
+        median, within, _ = _figures(_held_out(candidate, terms, kernels, apps, 0), measured)
+        line += f"  LOAO {median:.1%} / {within:.1%}"
+    if amaris:
+        values = _fit(candidate, terms, kernels, 0)
+        stock = []
+        for _, rows, device_gpu in amaris:
+            median, within, _ = _figures(_TermEvaluator(candidate, _terms(candidate, rows, device_gpu)).predict(values),
+                                         measured_ns(rows).to_numpy())
+            stock.append(f"{median:.0%}/{within:.0%}")
+        line += "  amaris stock " + " ".join(stock)
+    return line
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", action="append", help="candidate name (repeatable); the shipped form is always run")
+    parser.add_argument("--seeds", type=int, default=6, help="fold seeds (default 6)")
+    parser.add_argument("--no-loao", action="store_true", help="skip leave-one-application-out")
+    parser.add_argument("--no-amaris", action="store_true", help="skip the Kepler/Maxwell stock check")
+    parser.add_argument("--list", action="store_true", help="list the candidates and exit")
+    args = parser.parse_args(argv)
+    if args.list:
+        for candidate in CANDIDATES:
+            print(f"{candidate.name:15s} {candidate.description}")
+        return 0
+    warnings.simplefilter("ignore")
+    from nvperf_bridge.analysis import choose_gpu
+    from nvperf_bridge.calibration import measured_ns
+    from nvperf_bridge.discovery import read_inputs
+
+    known = {c.name for c in CANDIDATES}
+    unknown = sorted(set(args.only or ()) - known)
+    if unknown:
+        parser.error(f"no candidate {unknown[0]!r}; --list shows them")
+    corpus = REALDATA / "magus-corpus"
+    if not corpus.is_dir():
+        print(f"{corpus}: not found (the real data sits beside the repository)", file=sys.stderr)
+        return 1
+    kernels = read_inputs(sorted(f for f in corpus.iterdir() if f.suffix == ".csv")).kernels
+    kernels = kernels[measured_ns(kernels).notna()]
+    gpu, _ = choose_gpu(kernels, None)
+    amaris: list[tuple[str, pd.DataFrame, Any]] = []
+    folder = REALDATA / "amaris-kepler-maxwell"
+    if not args.no_amaris and folder.is_dir():
+        rows = read_inputs(sorted(f for f in folder.iterdir() if f.suffix == ".yaml")).kernels
+        rows = rows[measured_ns(rows).notna()]
+        for device in sorted(rows["device"].astype(str).unique()):
+            part = rows[rows["device"].astype(str) == device]
+            amaris.append((device, part, choose_gpu(part, None)[0]))
+        print("amaris stock: median APE / within 2x on " + ", ".join(d for d, _, _ in amaris), flush=True)
+    for candidate in CANDIDATES:
+        if args.only and candidate.name != "shipped" and candidate.name not in args.only:
+            continue
+        print(screen(candidate, kernels, gpu, args.seeds, not args.no_loao, amaris), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
