@@ -133,6 +133,19 @@ def test_split_vote_goes_to_the_label_on_the_measured_side(realdata_dir: Path) -
     assert outvoted >= 2  # the rule changed verdicts here: a split the measurement decided
 
 
+def test_recommended_line_names_its_dominant_term(realdata_dir: Path) -> None:
+    """bitonicSortShared runs shared memory at 90% of peak: the recommended estimate's line in the
+    Markdown says which of its bounds set the time (its state's first clause), not just the label."""
+    from nvperf_bridge.reports.markdown import render_markdown
+
+    analysis = _analysis(realdata_dir, "magus-corpus/metrics_cudasdk_sortingNetworks.csv",
+                         "magus-corpus/traces_cudasdk_sortingNetworks.csv")
+    row = next(r for r in build_review(analysis).group_rows() if r["kernel"] == "bitonicSortShared")
+    assert row["model_states"]["recommended"].startswith("dominant term: shared")
+    text = render_markdown(analysis)
+    assert re.search(r"Recommended estimate \(recommended\): .*memory-bandwidth \(dominant term: shared\)\.", text)
+
+
 def test_measured_label_for_each_view() -> None:
     assert measured_label("memory", 0.1, 0.8, {"compute": 1.0}, {}) == "memory-bandwidth"
     assert measured_label("compute", 0.8, 0.1, {}, {}) == "compute"

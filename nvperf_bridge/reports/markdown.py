@@ -222,6 +222,13 @@ def _recommended_time(row: dict, model_id: str) -> str:
     return f"{format_time(ratio * mean_ns)} per launch ({format_number(ratio)}x the measured time), "
 
 
+def _state_clause(state: str) -> str:
+    """' (dominant term: dram)': what a model's own state says first (the recommended estimate names the
+    bound that sets its time there), or '' when it says nothing."""
+    first = state.split(";")[0].strip()
+    return f" ({escape(first)})" if first else ""
+
+
 def _top_groups(analysis: Analysis, review: Review) -> str:
     """Per top group: verdict and basis, Nsight's view, Nsight's rules, advice."""
     blocks = ["## Top kernels"]
@@ -234,7 +241,8 @@ def _top_groups(analysis: Analysis, review: Review) -> str:
         if review.recommended and r["model_labels"].get(review.recommended):
             facts.insert(0, f"- Recommended estimate ({escape(review.recommended)}): "
                             f"{_recommended_time(r, review.recommended)}"
-                            f"{escape(r['model_labels'][review.recommended])}.")
+                            f"{escape(r['model_labels'][review.recommended])}"
+                            f"{_state_clause(r['model_states'].get(review.recommended, ''))}.")
         nsight = r["nsight"]
         if nsight["source"]:
             flag = " **Disagrees with the verdict.**" if nsight["disagrees_with_verdict"] else ""

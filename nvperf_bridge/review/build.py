@@ -54,6 +54,7 @@ class Review:
                 "models_within": [{"model": m, "ratio": _num(r)} for m, r in verdict["accurate"]],
                 "models_off": [{"model": m, "ratio": _num(r)} for m, r in verdict["off"]],
                 "model_labels": dict(verdict["model_labels"]),
+                "model_states": dict(verdict["model_states"]),
                 "nsight": {"compute": _num(verdict["sol_compute"]), "memory": _num(verdict["sol_memory"]),
                            "source": verdict["sol_source"], "view": verdict["nsight_view"],
                            "disagrees_with_verdict": bool(verdict["disagree"])},

@@ -225,7 +225,8 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
 
     Columns: ``verdict``, ``agreeing``, ``voting``, ``basis`` (one sentence), ``accurate`` /
     ``off`` (lists of (model id, predicted/measured) for the group), ``model_labels``
-    (model id -> label), ``sol_compute``, ``sol_memory``, ``sol_source``, ``nsight_view``,
+    (model id -> label), ``model_states`` (model id -> its own state text on the group's longest
+    row), ``sol_compute``, ``sol_memory``, ``sol_source``, ``nsight_view``,
     ``disagree``.
     """
     weights, ratios = vote_weights(analysis)
@@ -247,6 +248,8 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
     w_of = {mid: weights[mid].to_numpy(dtype="float64") for mid in runs}
     lab_of = {mid: labels[mid].to_numpy(dtype=object) for mid in runs}
     pred_of = {mid: predicted[mid].to_numpy(dtype="float64") for mid in runs}
+    state_of = {mid: (run.result["state"] if "state" in run.result else pd.Series("", index=run.result.index))
+                for mid, run in runs.items()}
     # where a model's required input was derived from the measured time, its prediction is not
     # compared with that time (vote_weights masks the same rows)
     leak_of = {mid: analysis.time_derived_inputs(run).to_numpy(dtype=bool) for mid, run in runs.items()}
@@ -257,6 +260,7 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
         tally: dict[str, float] = {}
         count: dict[str, int] = {}
         accurate, off, model_labels, from_time = [], [], {}, []
+        model_states: dict[str, str] = {}
         m_g, l_g, rt_g = meas[at], lau[at], rt[at]
         has_measured = bool((~np.isnan(m_g)).any())
         for mid in runs:
@@ -274,6 +278,10 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
             # the model's label for the group: the one covering most of the group's time
             by_label = pd.Series(rt_g[has_pred]).groupby(lab[has_pred]).sum()
             model_labels[mid] = str(by_label.idxmax())
+            # and its own state (the paper's label, the recommended estimate's dominant term) on the longest row
+            longest = at[np.flatnonzero(has_pred)[np.argmax(rt_g[has_pred])]]
+            state = state_of[mid].iloc[longest]
+            model_states[mid] = "" if pd.isna(state) else str(state)
             voted = (w > 0)
             if not voted.any():
                 continue
@@ -311,12 +319,12 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
         out.append({
             "group": int(group), "verdict": verdict, "agreeing": count.get(verdict, 0), "voting": voting,
             "basis": basis,
-            "accurate": accurate, "off": off, "model_labels": model_labels,
+            "accurate": accurate, "off": off, "model_labels": model_labels, "model_states": model_states,
             "sol_compute": c, "sol_memory": m, "sol_source": sol_source if (math.isfinite(c) or math.isfinite(m))
             else "", "nsight_view": view, "disagree": disagree,
         })
     return pd.DataFrame(out, columns=["group", "verdict", "agreeing", "voting", "basis", "accurate", "off",
-                                      "model_labels", "sol_compute", "sol_memory", "sol_source", "nsight_view",
+                                      "model_labels", "model_states", "sol_compute", "sol_memory", "sol_source", "nsight_view",
                                       "disagree"])
 
 
