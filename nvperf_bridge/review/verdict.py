@@ -30,7 +30,9 @@ When the measurement outweighs the vote
     has checked; where Nsight's view of the same launches contradicts it, the
     verdict follows the measured throughputs instead (``MEASURED_LABEL``) and the
     basis says so and names the models' overruled label. Where a model was judged
-    within 2x, its vote stands and a disagreement is flagged for the reviewer.
+    within 2x, its vote stands and a disagreement is flagged for the reviewer. Where
+    no model votes at all (none within 2x, or no label), a judging view gives the
+    verdict the same way.
 """
 
 from __future__ import annotations
@@ -309,13 +311,16 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
                      f"({count.get(outvoted, 0)} of {voting})") + rest
         side = _SIDE.get(verdict, "")
         disagree = bool(judging and side and judging != side)
+        measured = (f"measured, not voted: {sol_source} puts compute at {_percent(c)} and memory at {_percent(m)} "
+                    f"of peak")
         if disagree and not accurate:  # nothing measured backs the vote, and the measurement says otherwise
             overruled = verdict
             verdict = measured_label(view, c, m, tally, model_labels)
-            basis = (f"measured, not voted: {sol_source} puts compute at {_percent(c)} and memory at {_percent(m)} "
-                     f"of peak, against the models' {overruled}, which no model earned against the measured time "
-                     f"({basis})")
+            basis = f"{measured}, against the models' {overruled}, which no model earned against the measured time ({basis})"
             disagree = False
+        elif verdict == "unknown" and judging:  # no model can say, the measurement can
+            verdict = measured_label(judging, c, m, tally, model_labels)
+            basis = f"{measured}; {basis}"
         out.append({
             "group": int(group), "verdict": verdict, "agreeing": count.get(verdict, 0), "voting": voting,
             "basis": basis,
