@@ -313,7 +313,9 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
         disagree = bool(judging and side and judging != side)
         measured = (f"measured, not voted: {sol_source} puts compute at {_percent(c)} and memory at {_percent(m)} "
                     f"of peak")
-        if disagree and not accurate:  # nothing measured backs the vote, and the measurement says otherwise
+        # the models judged within 2x of the measured time that name a bottleneck (kerr may be close, unlabelled)
+        judged = [mid for mid, _ in accurate if model_labels.get(mid, "unknown") != "unknown"]
+        if disagree and not judged:  # nothing measured backs the vote, and the measurement says otherwise
             overruled = verdict
             verdict = measured_label(view, c, m, tally, model_labels)
             basis = f"{measured}, against the models' {overruled}, which no model earned against the measured time ({basis})"
