@@ -716,7 +716,9 @@ def _groups_sheet(review: Review) -> TableSheet:
     columns.append(Column("Top 80%", ["★" if top else None for top in table["top"]], width=7.0, align="center"))
     labels = [len(columns)]
     columns.append(Column("Verdict", text_values([r["verdict"] for r in rows]), "label", width=17.0,
-                          comment="bottleneck from the models within 2x of the measured time"))
+                          comment="bottleneck from the models within 2x of the measured time; the measured "
+                                  "view decides a split vote and stands where no model earned its vote "
+                                  "('Verdict rests on' says which)"))
     for i in range(3):
         texts = text_values([_plain(r["advice"][i]["text"]) if len(r["advice"]) > i else None for r in rows])
         columns.append(Column(f"Action {i + 1}", texts, width=_text_width(f"Action {i + 1}", texts, cap=60, floor=12),
@@ -729,9 +731,11 @@ def _groups_sheet(review: Review) -> TableSheet:
                 columns.append(_time_column(header, table[key]))
         columns.append(Column("Cumulative share", number_values(table["cumulative_share"]), "number", "0.0%", 11.0))
     columns.append(Column("Nsight compute", number_values([r["nsight"]["compute"] for r in rows]), "number", "0%",
-                          10.0, "SM throughput, % of peak (nvprof: issue-slot utilization)"))
+                          10.0, "SM throughput, % of peak (nvprof: issue-slot utilization or the busiest "
+                          "function unit's level)"))
     columns.append(Column("Nsight memory", number_values([r["nsight"]["memory"] for r in rows]), "number", "0%",
-                          10.0, "memory throughput, % of peak (nvprof: DRAM bytes / time / peak)"))
+                          10.0, "memory throughput, % of peak (nvprof: DRAM bytes / time / peak or the busiest "
+                          "L2 / texture / shared level)"))
     labels_view = text_values([r["nsight"]["view"] or None for r in rows])
     columns.append(Column("Nsight view", labels_view, width=11.0))
     columns.append(Column("Disagrees", ["yes" if r["nsight"]["disagrees_with_verdict"] else None for r in rows],
