@@ -106,7 +106,8 @@ def test_dram_only_latency_view_judges_nothing_amaris(realdata_dir: Path) -> Non
     by L2): the memory-bandwidth verdict stands, unflagged."""
     analysis = _analysis(realdata_dir, "amaris-kepler-maxwell/gtx-titan.yaml")
     assert not view_covers_every_unit(analysis).any()
-    row = next(r for r in build_review(analysis).group_rows() if r["kernel"].startswith("matMul_gpu_uncoalesced n=8192 block=16x1"))
+    row = next(r for r in build_review(analysis).group_rows()
+               if r["kernel"].startswith("matMul_gpu_uncoalesced n=8192 block=16x1"))
     assert row["nsight"]["view"] == "latency" and row["verdict"] == "memory-bandwidth"
     assert not row["nsight"]["disagrees_with_verdict"] and not row["basis"].startswith("measured")
 
@@ -167,13 +168,13 @@ def test_no_model_within_2x_takes_the_measured_side_dct8x8(realdata_dir: Path) -
 
 
 def test_measured_label_for_each_view() -> None:
-    assert measured_label("memory", 0.1, 0.8, {"compute": 1.0}, {}) == "memory-bandwidth"
-    assert measured_label("compute", 0.8, 0.1, {}, {}) == "compute"
+    assert measured_label("memory", 0.1, 0.8, ["compute"], {}) == "memory-bandwidth"
+    assert measured_label("compute", 0.8, 0.1, [], {}) == "compute"
     # latency: the models' latency-side label when they gave one, else by the busier side
-    assert measured_label("latency", 0.2, 0.3, {"memory-bandwidth": 1.0, "parallelism": 0.5}, {}) == "parallelism"
-    assert measured_label("latency", 0.2, 0.3, {"compute": 1.0}, {"a": "synchronization"}) == "synchronization"
-    assert measured_label("latency", 0.2, 0.3, {"memory-bandwidth": 1.0}, {"a": "memory-bandwidth"}) == "memory-latency"
-    assert measured_label("latency", 0.4, 0.1, {"compute": 1.0}, {"a": "compute"}) == "parallelism"
+    assert measured_label("latency", 0.2, 0.3, ["memory-bandwidth", "parallelism"], {}) == "parallelism"
+    assert measured_label("latency", 0.2, 0.3, ["compute"], {"a": "synchronization"}) == "synchronization"
+    assert measured_label("latency", 0.2, 0.3, ["memory-bandwidth"], {"a": "memory-bandwidth"}) == "memory-latency"
+    assert measured_label("latency", 0.4, 0.1, ["compute"], {"a": "compute"}) == "parallelism"
 
 
 def test_nsight_side_and_disagreement_flag() -> None:

@@ -52,10 +52,11 @@ SOL_BOUND = 0.60  # ncu SpeedOfLight rule: under 60% of peak on both sides is a 
 _SIDE = {"compute": "compute", "memory-bandwidth": "memory", "memory-latency": "latency",
          "parallelism": "latency", "synchronization": "latency", "balanced": "", "unknown": ""}
 
-# The label a measured view gives when it overrules an unchecked vote and no model offers a label on
-# its side: a memory-bound vote with every unit under 60% of peak is waiting on memory latency; with
-# the SM side the busier one, too few warps issue to hide their own latency.
+# The label a measured compute or memory view gives when it decides the verdict (a latency view:
+# measured_label)
 MEASURED_LABEL = {"compute": "compute", "memory": "memory-bandwidth"}
+# ties between labels go to the vocabulary's order
+_ORDER = {label: i for i, label in enumerate(BOTTLENECKS)}
 
 
 def validated_accuracy(gpu: Any, model_id: str) -> float | None:
@@ -185,23 +186,23 @@ def nsight_side(compute: float, memory: float) -> str:
     return "compute" if c > m else "memory"
 
 
-def measured_label(view: str, compute: float, memory: float, tally: dict[str, float],
+def measured_label(view: str, compute: float, memory: float, ranked: list[str],
                    model_labels: dict[str, str]) -> str:
-    """The bottleneck label of a measured view ('compute', 'memory', 'latency') that overrules a vote.
+    """The bottleneck label of a measured view ('compute', 'memory', 'latency') that decides the verdict.
 
-    'latency' takes the latency-side label the models weighted most (their votes, then their
-    labels), else memory-latency where the memory side is the busier one, else parallelism.
+    'latency' takes the latency-side label the models weighted most (``ranked``: their votes, most
+    weight first; then their labels), else memory-latency where the memory side is the busier one (a
+    memory-bound kernel with every unit under 60% of peak waits on memory latency), else parallelism
+    (too few warps issue to hide their own latency).
     """
     if view in MEASURED_LABEL:
         return MEASURED_LABEL[view]
-    order = {label: i for i, label in enumerate(BOTTLENECKS)}
-    voted = [lab for lab in sorted(tally, key=lambda lab: (-tally[lab], order.get(lab, 99)))
-             if _SIDE.get(lab) == "latency"]
+    voted = [lab for lab in ranked if _SIDE.get(lab) == "latency"]
     if voted:
         return voted[0]
     labelled = [lab for lab in model_labels.values() if _SIDE.get(lab) == "latency"]
     if labelled:
-        return max(sorted(set(labelled), key=lambda lab: order.get(lab, 99)), key=labelled.count)
+        return max(sorted(set(labelled), key=lambda lab: _ORDER.get(lab, 99)), key=labelled.count)
     m = memory if math.isfinite(memory) else -1.0
     c = compute if math.isfinite(compute) else -1.0
     return "memory-latency" if m >= c else "parallelism"
@@ -255,7 +256,6 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
     # where a model's required input was derived from the measured time, its prediction is not
     # compared with that time (vote_weights masks the same rows)
     leak_of = {mid: analysis.time_derived_inputs(run).to_numpy(dtype=bool) for mid, run in runs.items()}
-    order = {label: i for i, label in enumerate(BOTTLENECKS)}
     out = []
     for group in groups.table["group"][:limit]:
         at = np.flatnonzero(code == group)
@@ -297,7 +297,7 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
         view = nsight_side(c, m)
         # the view that may judge the vote: a latency view only where every unit was read
         judging = view if view != "latency" or covered[at].any() else ""
-        ranked = sorted(tally, key=lambda lab: (-tally[lab], order.get(lab, 99)))
+        ranked = sorted(tally, key=lambda lab: (-tally[lab], _ORDER.get(lab, 99)))
         verdict = ranked[0] if ranked else "unknown"
         basis = _basis(verdict, count.get(verdict, 0), voting, has_measured, accurate, off, model_labels,
                        analysis, from_time)
@@ -317,11 +317,12 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
         judged = [mid for mid, _ in accurate if model_labels.get(mid, "unknown") != "unknown"]
         if disagree and not judged:  # nothing measured backs the vote, and the measurement says otherwise
             overruled = verdict
-            verdict = measured_label(view, c, m, tally, model_labels)
-            basis = f"{measured}, against the models' {overruled}, which no model earned against the measured time ({basis})"
+            verdict = measured_label(view, c, m, ranked, model_labels)
+            basis = (f"{measured}, against the models' {overruled}, which no model earned against the measured "
+                     f"time ({basis})")
             disagree = False
         elif verdict == "unknown" and judging:  # no model can say, the measurement can
-            verdict = measured_label(judging, c, m, tally, model_labels)
+            verdict = measured_label(judging, c, m, ranked, model_labels)
             basis = f"{measured}; {basis}"
         out.append({
             "group": int(group), "verdict": verdict, "agreeing": count.get(verdict, 0), "voting": voting,
@@ -331,7 +332,8 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
             else "", "nsight_view": view, "disagree": disagree,
         })
     return pd.DataFrame(out, columns=["group", "verdict", "agreeing", "voting", "basis", "accurate", "off",
-                                      "model_labels", "model_states", "sol_compute", "sol_memory", "sol_source", "nsight_view",
+                                      "model_labels", "model_states", "sol_compute", "sol_memory", "sol_source",
+                                      "nsight_view",
                                       "disagree"])
 
 
@@ -378,5 +380,6 @@ def _ratio_text(ratio: float) -> str:
     return f"{ratio:.1f}x over" if ratio >= 1 else f"{1 / ratio:.1f}x under"
 
 
-__all__ = ["MEASURED_LABEL", "SOL_BOUND", "WITHIN", "group_verdicts", "measured_label", "nsight_side", "view_covers_every_unit", "speed_of_light", "validated_accuracy",
+__all__ = ["MEASURED_LABEL", "SOL_BOUND", "WITHIN", "group_verdicts", "measured_label", "nsight_side",
+           "speed_of_light", "validated_accuracy", "view_covers_every_unit",
            "vote_weights", "weighted_consensus"]
