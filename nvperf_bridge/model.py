@@ -262,7 +262,7 @@ def _text_series(values: np.ndarray, index: pd.Index) -> pd.Series:
 # (and the launch geometry's inputs) is the same memory; each entry holds those arrays, so their
 # memory cannot be reused by another frame while the entry lives.
 
-_EVALUATIONS: dict[tuple, tuple[list[np.ndarray], pd.Index, Any]] = {}
+_EVALUATIONS: dict[tuple, tuple[list[np.ndarray], pd.Index, Any, tuple[Any, Any]]] = {}
 _EVALUATIONS_LOCK = threading.Lock()
 _EVALUATIONS_DEPTH = 0
 
@@ -327,7 +327,9 @@ def evaluate_shared(model: Any, kernels: pd.DataFrame, gpu: GpuProfile, options:
     if isinstance(result, pd.DataFrame):
         with _EVALUATIONS_LOCK:
             if _EVALUATIONS_DEPTH:
-                _EVALUATIONS[key] = (arrays, kernels.index, result)
+                # the entry holds the model and the profile too: the key names them by id(), and a
+                # profile freed inside the block (a temporary with_constants copy) could hand its id on
+                _EVALUATIONS[key] = (arrays, kernels.index, result, (model, gpu))
     return result
 
 

@@ -89,10 +89,10 @@ def machine_table(profiles: Mapping[str, GpuProfile]) -> pd.DataFrame:
 
 
 def device_labels(kernels: pd.DataFrame) -> np.ndarray:
-    """Each row's device name as text ('' where the file names none), as ``analysis.device_labels``."""
-    if "device" not in kernels.columns:
-        return np.full(len(kernels), "", dtype=object)
-    return kernels["device"].astype("object").where(kernels["device"].notna(), "").astype(str).str.strip().to_numpy()
+    """Each row's device name as text ('' where the file names none): ``analysis.device_labels``."""
+    from nvperf_bridge.analysis import device_labels as labels_of  # the run's own rule, one place
+
+    return labels_of(kernels).to_numpy(dtype=object)
 
 
 def workload_keys(kernels: pd.DataFrame) -> np.ndarray:
@@ -140,9 +140,9 @@ def fit_machines(table: pd.DataFrame, transform: str, variance: float,
                  "do not pass --gpu, which gives every file the same profile)",
         )
     x = _transform(table[kept].to_numpy(dtype="float64"), transform)
-    mean, scale = x.mean(axis=0), x.std(axis=0, ddof=1) if g > 1 else np.ones(len(kept))
+    mean, scale = x.mean(axis=0), x.std(axis=0, ddof=1)  # g >= 2 here
     z = (x - mean) / scale
-    max_q = max(1, max((q for q in range(1, len(kept) + 1) if g >= 2 * (q + 1)), default=1))
+    max_q = max(1, min(len(kept), g // 2 - 1))  # at least 2 GPUs per component and one more
     pca = principal_components(z, g, None, variance, min(max_q, g - 1))
     scores = z @ pca["weights"]
     data = {

@@ -206,15 +206,15 @@ class KothapalliModel:
         ConstantSpec(
             "l2_latency", 500.0, "cycles", (1.0, 5000.0),
             "L of a global transaction served by L2 (global_memory=levels EXTENSION, not in the paper)",
-            "default = global_latency (500), the paper's assumption that every access pays L, so that the stock "
-            "prediction is the published one; calibrate moves it (pointer chasing measures L2 hits at about half the "
+            "default = global_latency (500), the paper's assumption that every access pays L, so that the level "
+            "split changes nothing stock (the same prediction as global_memory=dram); calibrate moves it (pointer chasing measures L2 hits at about half the "
             "DRAM round trip: 221 vs 460 cycles on a V100, github.com/markdewing/AI_kernels latency/README.md)",
         ),
         ConstantSpec(
             "l1_latency", 500.0, "cycles", (1.0, 5000.0),
             "L of a global transaction served by L1 (global_memory=levels EXTENSION, not in the paper)",
-            "default = global_latency (500), the paper's assumption, so that the stock prediction is the published "
-            "one; calibrate moves it (L1 hits about 33 cycles by pointer chasing, github.com/ooreilly/cuda "
+            "default = global_latency (500), the paper's assumption, so that the level split changes nothing stock "
+            "(the same prediction as global_memory=dram); calibrate moves it (L1 hits about 33 cycles by pointer chasing, github.com/ooreilly/cuda "
             "cache/README.md after Mei & Chu TPDS 2017)",
         ),
         ConstantSpec(

@@ -123,6 +123,17 @@ def test_fitting_a_mixed_folder_without_the_option_names_it(realdata_dir: Path, 
     assert not (tmp_path / "k.json").exists()
 
 
+def test_cross_gpu_with_one_gpu_profile_is_refused_before_the_import(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """--gpu gives every file one profile, which the cross-GPU form cannot use: said at once, in one line,
+    before any file is read (the file named here does not exist)."""
+    rc = main(["fit", "kerr", str(tmp_path / "absent.yaml"), "--cross-gpu", "--gpu", "gtx-980",
+               "-o", str(tmp_path / "k.json")])
+    err = capsys.readouterr().err
+    assert rc != 0 and "--cross-gpu" in err and "leave out --gpu" in err and "Traceback" not in err
+    assert "absent.yaml" not in err and not (tmp_path / "k.json").exists()
+
+
 def test_fit_cross_gpu_then_analyze_a_gpu_it_never_saw(realdata_dir: Path, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     folder = realdata_dir / "amaris-kepler-maxwell"

@@ -42,6 +42,11 @@ def fit_command(
         from nvperf_bridge.errors import UsageError
 
         raise UsageError(f"model {model_id!r} has no cross-GPU form", hint="--cross-gpu is for kerr: leave it out")
+    if cross_gpu and gpu:
+        from nvperf_bridge.errors import UsageError
+
+        raise UsageError("--cross-gpu reads each device's own profile, and --gpu gives every file the same one",
+                         hint="leave out --gpu")
     check_writable(output, force=force)  # before the import and the fit, which can take a while
     imported = _read_training(list(train))
     for warning in imported.warnings:
