@@ -379,14 +379,17 @@ def time_derived_any(kernels: pd.DataFrame, columns: Iterable[str]) -> pd.Series
 
 def without_time_derived(kernels: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``kernels`` where every time-derived value is missing (counted values stay)."""
+    from nvperf_bridge.model import shared_evaluations
+
     records = derived_from(kernels)
     out = kernels
-    for column, record in records.items():
-        if not record["time_derived"]:
-            continue
-        if out is kernels:
-            out = kernels.copy()
-        out[column] = out[column].mask(time_derived(kernels, column))
+    with shared_evaluations():  # the ``derived`` texts factorised once for every column, not once per column
+        for column, record in records.items():
+            if not record["time_derived"]:
+                continue
+            if out is kernels:
+                out = kernels.copy()
+            out[column] = out[column].mask(time_derived(kernels, column))
     return out
 
 

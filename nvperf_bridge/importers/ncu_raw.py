@@ -339,7 +339,7 @@ def _stream_columns(path: Path, start: int, header: list[str], names: list[str],
     return columns, storage[:, :n], n
 
 
-# ---- pyarrow's CSV reader (the optional ``fast`` extra) -------------------------------
+# ---- pyarrow's CSV reader (the optional ``parquet`` extra installs it) -------------------------------
 
 ARROW_BLOCK = 1 << 20  # bytes per block of pyarrow's streaming reader: a block at a time is held
 

@@ -111,7 +111,7 @@ def read_stream(path: Path, head: Head, found: Sniffed) -> Parsed | None:
     if list(raw.columns) != names or raw.empty:
         return None
     first = raw.iloc[:, 0]
-    if first.dtype == object or first.dtype.kind not in "fiub":
+    if first.dtype.kind not in "fiub":  # object or text: a header line may sit among the rows
         if (first.astype(object) == header[0]).any():
             return None  # the header again under the rows (runs appended to one file): the whole-text path splits them
     return _from_table(path, raw, units, text.count("\n", 0, found.start), "nvprof-trace", None, None)

@@ -117,7 +117,8 @@ except ImportError:  # pragma: no cover - exercised where orjson is not installe
 class Column:
     """One column of the report in the form it is written: ``constant`` (one plain value),
     ``coded`` (distinct plain values and one code per kernel) or ``list`` (``array``, one value per kernel:
-    a numeric array, or an object array of plain values; ``texts`` and ``codes`` when it is text)."""
+    a numeric array, or an object array of plain values; ``values`` (the distinct texts) and ``codes`` when
+    it is text)."""
 
     form: str
     value: Any = None
@@ -216,7 +217,7 @@ def column_value(column: Column) -> Any:
 
 def plain_values(values: Any) -> list[Any]:
     """A column as a list of plain Python values (NaN, NA and infinities as None), vectorised per dtype."""
-    array = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
+    array = _column_array(values)
     if array.dtype.kind == "f":
         out = array.astype(object)
         out[~np.isfinite(array)] = None
