@@ -128,25 +128,23 @@ class Analysis:
         error and bottleneck, then the consensus bottleneck and how many agree.
 
         Only models accurate on the kernel vote (within 2x of its measured time;
-        without one, weighted by the profile's validated accuracy): see
+        without one, weighted by the profile's validated accuracy), and the measured
+        throughputs settle a split or unchecked vote, by the review's verdict rules: see
         ``nvperf_bridge.review.verdict``."""
-        from nvperf_bridge.review.verdict import vote_weights, weighted_consensus
+        from nvperf_bridge.review.verdict import kernel_consensus
 
         ident = [c for c in ("kernel_id", "kernel", "kernel_name", "invocations") if c in self.kernels.columns]
         table = self.kernels[ident].copy()
         table["measured_ns"] = self.measured_ns
-        labels = {}
         for mid, run in self.ok_runs().items():
             res = run.result
             table[f"{mid}.predicted_ns"] = res["predicted_ns"]
             table[f"{mid}.error_pct"] = 100.0 * (res["predicted_ns"] - table["measured_ns"]) / table["measured_ns"]
             table[f"{mid}.bottleneck"] = res["bottleneck"]
-            labels[mid] = res["bottleneck"].astype(str)
-        weights, _ = vote_weights(self)
-        consensus, agree, voters = weighted_consensus(pd.DataFrame(labels, index=self.kernels.index), weights)
-        table["consensus_bottleneck"] = consensus
-        table["models_agreeing"] = agree
-        table["models_voting"] = voters
+        consensus = kernel_consensus(self)
+        table["consensus_bottleneck"] = consensus["consensus"]
+        table["models_agreeing"] = consensus["agreeing"]
+        table["models_voting"] = consensus["voting"]
         return table
 
 

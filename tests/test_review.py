@@ -139,6 +139,32 @@ def test_split_vote_goes_to_the_label_on_the_measured_side(realdata_dir: Path) -
     assert outvoted >= 2  # the rule changed verdicts here: a split the measurement decided
 
 
+def test_bottlenecks_table_names_the_verdict_of_the_same_launches(realdata_dir: Path) -> None:
+    """The per-kernel consensus (Markdown's Bottlenecks table, the workbook's Summary) follows the
+    verdict's rules: a reviewer never reads "Verdict: memory-bandwidth" for a kernel in Top kernels
+    and "Consensus: compute" for the same launches further down (sortingNetworks'
+    bitonicSortShared1: hong-kim compute against the recommended estimate's memory-bandwidth, with
+    shared memory at 90% of peak, was "compute" by the vocabulary's order)."""
+    checked = 0
+    for app in SPLIT_APPS:
+        analysis = _analysis(realdata_dir, f"magus-corpus/metrics_{app}.csv", f"magus-corpus/traces_{app}.csv")
+        review = build_review(analysis)
+        summary = analysis.summary()
+        rows_of = review.groups.group_of.value_counts()
+        for row in review.group_rows():
+            if rows_of[row["group"]] != 1:  # a group of several rows is judged on their summed time
+                continue
+            kernel = review.groups.group_of.index[review.groups.group_of == row["group"]][0]
+            assert summary.at[kernel, "consensus_bottleneck"] == row["verdict"], (app, row["kernel"], row["basis"])
+            checked += 1
+    assert checked >= 10
+    analysis = _analysis(realdata_dir, "magus-corpus/metrics_cudasdk_sortingNetworks.csv",
+                         "magus-corpus/traces_cudasdk_sortingNetworks.csv")
+    summary = analysis.summary().set_index("kernel")
+    assert summary.at["bitonicSortShared1", "consensus_bottleneck"] == "memory-bandwidth"
+    assert summary.at["bitonicSortShared1", "models_agreeing"] == 1  # the recommended estimate's vote
+
+
 def test_recommended_line_names_its_dominant_term(realdata_dir: Path) -> None:
     """bitonicSortShared runs shared memory at 90% of peak: the recommended estimate's line in the
     Markdown says which of its bounds set the time (its state's first clause), not just the label."""

@@ -651,7 +651,8 @@ def _summary_sheet(analysis: Analysis, order: np.ndarray, review: Review,
     labels.append(len(columns))
     columns.append(Column("Consensus bottleneck", text_values(summary["consensus_bottleneck"]), "label", width=18.0,
                           comment="most common label among the models within 2x of the kernel's measured time "
-                                  "('unknown' does not vote)"))
+                                  "('unknown' does not vote); a split vote goes to the measured side, as "
+                                  "in the group verdicts"))
     columns.append(Column("Models agreeing", number_values(summary["models_agreeing"]), "number", "0", 10.0))
     columns.append(Column("Models voting", number_values(summary["models_voting"]), "number", "0", 9.0))
     full = text_values(full_names(kernels))

@@ -404,9 +404,11 @@ def _bottlenecks(analysis: Analysis, order: list[Any], number: dict[Any, int], s
         labels = [escape(row[f"{mid}.bottleneck"]) for mid in runs]
         agree = f"{int(row['models_agreeing'])} of {int(row['models_voting'])}"
         rows.append([number[index], _name_cell(short.loc[index]), *labels, escape(row["consensus_bottleneck"]), agree])
-    intro = ("Each model's bottleneck (shared vocabulary) and the consensus: the most common label among "
-             "the models within 2x of the kernel's measured time (without one, weighted by the GPU profile's "
-             "validated accuracy); 'unknown' does not vote.")
+    intro = ("Each model's bottleneck (shared vocabulary) and the consensus, by the rules of the verdicts "
+             "above: the most common label among the models within 2x of the kernel's measured time (without "
+             "one, weighted by the GPU profile's validated accuracy; 'unknown' does not vote); a split vote goes "
+             "to the label on the side the measured throughputs name, and a vote no model earned against the "
+             "time yields to a measurement that contradicts it.")
     return "## Bottlenecks\n\n" + intro + "\n\n" + table(header, rows, align)
 
 

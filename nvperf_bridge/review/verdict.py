@@ -55,8 +55,10 @@ _SIDE = {"compute": "compute", "memory-bandwidth": "memory", "memory-latency": "
 # The label a measured compute or memory view gives when it decides the verdict (a latency view:
 # measured_label)
 MEASURED_LABEL = {"compute": "compute", "memory": "memory-bandwidth"}
-# ties between labels go to the vocabulary's order
-_ORDER = {label: i for i, label in enumerate(BOTTLENECKS)}
+# the labels that vote, in the vocabulary's order (ties between labels go to it)
+_VOTED: tuple[str, ...] = tuple(label for label in BOTTLENECKS if label != "unknown")
+_VOTED_ARRAY = np.array(_VOTED, dtype=object)
+_SIDES_OF_VOTED = np.array([_SIDE[label] for label in _VOTED], dtype=object)
 
 
 def validated_accuracy(gpu: Any, model_id: str) -> float | None:
@@ -101,23 +103,51 @@ def vote_weights(analysis: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def weighted_consensus(labels: pd.DataFrame, weights: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
-    """Per row: the label with the most vote weight, how many models voted for it, how many voted."""
+    """Per row, the vote alone: the label with the most vote weight, how many models voted for it,
+    how many voted (``kernel_consensus`` adds what the measurement says)."""
     index = labels.index
-    if labels.shape[1] == 0:
-        zero = pd.Series(0, index=index)
-        return pd.Series("unknown", index=index), zero, zero
-    voting = weights > 0
-    totals = pd.DataFrame({label: (weights.where(labels == label, 0.0)).sum(axis=1)
-                           for label in BOTTLENECKS if label != "unknown"}, index=index)
-    counts = pd.DataFrame({label: ((labels == label) & voting).sum(axis=1)
-                           for label in BOTTLENECKS if label != "unknown"}, index=index)
-    best = totals.idxmax(axis=1)
-    best[totals.max(axis=1) <= 0] = "unknown"
-    # the winner's count on each row, read by position (a label lookup per row took seconds at 100k kernels)
-    column = counts.columns.get_indexer(best.to_numpy())  # -1 for "unknown": no count
-    picked = counts.to_numpy()[np.arange(len(index)), np.maximum(column, 0)]
-    agree = pd.Series(np.where(column >= 0, picked, 0), index=index)
-    return best, agree.astype(int), voting.sum(axis=1).astype(int)
+    totals, counts = _label_votes(labels, weights)
+    any_vote = totals.max(axis=1) > 0 if totals.shape[1] else np.zeros(len(index), dtype=bool)
+    best = np.where(any_vote, _VOTED_ARRAY[totals.argmax(axis=1)], "unknown").astype(object)
+    return (pd.Series(best, index=index), pd.Series(_count_for(counts, best), index=index),
+            pd.Series(counts.sum(axis=1).astype(int), index=index))
+
+
+def _label_votes(labels: pd.DataFrame, weights: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Per row and label (columns ``_VOTED``): the summed vote weight and how many models voted for it."""
+    lab = labels.to_numpy(dtype=object)
+    w = weights.reindex(columns=labels.columns).to_numpy(dtype="float64")
+    voting = w > 0
+    totals = np.column_stack([np.where(lab == label, w, 0.0).sum(axis=1) for label in _VOTED])
+    counts = np.column_stack([((lab == label) & voting).sum(axis=1) for label in _VOTED])
+    return totals, counts
+
+
+def kernel_consensus(analysis: Any) -> pd.DataFrame:
+    """Per kernel row: the consensus bottleneck by the same rules as the review's group verdicts
+    (``decide``: the vote of the models within 2x, a split vote going to the measured side, a vote
+    nothing checked yielding to a contradicting measurement), so that the Bottlenecks table never
+    names another label than the verdict of the same launches. Columns ``consensus``,
+    ``agreeing``, ``voting``, ``rule``."""
+    index = analysis.kernels.index
+    weights, ratios = vote_weights(analysis)
+    runs = analysis.ok_runs()
+    labels = pd.DataFrame({mid: run.result["bottleneck"].astype(str) for mid, run in runs.items()}, index=index)
+    predicted = pd.DataFrame({mid: pd.to_numeric(run.result["predicted_ns"], errors="coerce")
+                              for mid, run in runs.items()}, index=index)
+    totals, counts = _label_votes(labels, weights)
+    # the models that name a label on the row (voting or not), and whether one was judged against the time
+    named = labels.where(predicted.notna())
+    labelled = np.column_stack([(named == label).sum(axis=1).to_numpy() for label in _VOTED]) if runs else \
+        np.zeros((len(index), len(_VOTED)))
+    judged = ((weights > 0) & ratios.notna()).any(axis=1).to_numpy(dtype=bool)
+    compute, memory, _ = speed_of_light(analysis)
+    if not runs:
+        totals, counts = np.zeros((len(index), len(_VOTED))), np.zeros((len(index), len(_VOTED)), dtype=int)
+    decided = decide(totals, counts, labelled.astype("float64"), judged, compute.to_numpy(dtype="float64"),
+                     memory.to_numpy(dtype="float64"), view_covers_every_unit(analysis).to_numpy(dtype=bool))
+    return pd.DataFrame({"consensus": decided["verdict"].to_numpy(), "agreeing": decided["agreeing"].to_numpy(),
+                         "voting": decided["voting"].to_numpy(), "rule": decided["rule"].to_numpy()}, index=index)
 
 
 def speed_of_light(analysis: Any) -> tuple[pd.Series, pd.Series, str]:
@@ -176,14 +206,16 @@ def _busiest(kernels: pd.DataFrame, names: tuple[str, ...]) -> pd.Series:
 
 def nsight_side(compute: float, memory: float) -> str:
     """'compute', 'memory', 'latency' or '' (nothing measured), from two fractions of peak."""
-    values = [v for v in (compute, memory) if v is not None and math.isfinite(v)]
-    if not values:
-        return ""
-    c = compute if compute is not None and math.isfinite(compute) else -1.0
-    m = memory if memory is not None and math.isfinite(memory) else -1.0
-    if max(c, m) < SOL_BOUND:
-        return "latency"
-    return "compute" if c > m else "memory"
+    return str(nsight_sides(np.array([compute], dtype="float64"), np.array([memory], dtype="float64"))[0])
+
+
+def nsight_sides(compute: np.ndarray, memory: np.ndarray) -> np.ndarray:
+    """Per row: 'compute' or 'memory' where the busier side is at least ``SOL_BOUND`` of peak,
+    'latency' where both are below it, '' where neither was measured."""
+    c = np.where(np.isnan(compute), -1.0, compute)
+    m = np.where(np.isnan(memory), -1.0, memory)
+    side = np.where(np.maximum(c, m) < SOL_BOUND, "latency", np.where(c > m, "compute", "memory"))
+    return np.where(np.isnan(compute) & np.isnan(memory), "", side).astype(object)
 
 
 def measured_label(view: str, compute: float, memory: float, ranked: list[str],
@@ -193,19 +225,97 @@ def measured_label(view: str, compute: float, memory: float, ranked: list[str],
     'latency' takes the latency-side label the models weighted most (``ranked``: their votes, most
     weight first; then their labels), else memory-latency where the memory side is the busier one (a
     memory-bound kernel with every unit under 60% of peak waits on memory latency), else parallelism
-    (too few warps issue to hide their own latency).
+    (too few warps issue to hide their own latency). One row of ``_measured_labels``.
     """
-    if view in MEASURED_LABEL:
-        return MEASURED_LABEL[view]
-    voted = [lab for lab in ranked if _SIDE.get(lab) == "latency"]
-    if voted:
-        return voted[0]
-    labelled = [lab for lab in model_labels.values() if _SIDE.get(lab) == "latency"]
-    if labelled:
-        return max(sorted(set(labelled), key=lambda lab: _ORDER.get(lab, 99)), key=labelled.count)
-    m = memory if math.isfinite(memory) else -1.0
-    c = compute if math.isfinite(compute) else -1.0
-    return "memory-latency" if m >= c else "parallelism"
+    totals = np.array([[float(len(ranked) - ranked.index(lab)) if lab in ranked else 0.0 for lab in _VOTED]])
+    named = list(model_labels.values())
+    labelled = np.array([[float(named.count(lab)) for lab in _VOTED]])
+    return str(_measured_labels(np.array([view], dtype=object), np.array([compute], dtype="float64"),
+                                np.array([memory], dtype="float64"), totals, labelled)[0])
+
+
+def _measured_labels(view: np.ndarray, compute: np.ndarray, memory: np.ndarray, totals: np.ndarray,
+                     labelled: np.ndarray) -> np.ndarray:
+    """Per row: ``measured_label``'s label for each row's view, from the vote weight per label
+    (``totals``, columns ``_VOTED``) and how many models name each label (``labelled``)."""
+    latency = _SIDES_OF_VOTED == "latency"
+    voted = np.where(latency, totals, 0.0)
+    named = np.where(latency, labelled, 0.0)
+    c = np.where(np.isnan(compute), -1.0, compute)
+    m = np.where(np.isnan(memory), -1.0, memory)
+    fallback = np.where(m >= c, "memory-latency", "parallelism")
+    # argmax takes the first of equal values: ties go to the vocabulary's order, as in the vote
+    on_latency = np.where(voted.max(axis=1) > 0, _VOTED_ARRAY[voted.argmax(axis=1)],
+                          np.where(named.max(axis=1) > 0, _VOTED_ARRAY[named.argmax(axis=1)], fallback))
+    return np.where(view == "latency", on_latency,
+                    np.where(view == "compute", MEASURED_LABEL["compute"], MEASURED_LABEL["memory"])).astype(object)
+
+
+# The rule that gave a verdict (``decide``'s ``rule`` column)
+RULE_VOTE = "vote"  # the label with the most vote weight (or "unknown": no vote and no judging view)
+RULE_MEASURED_SIDE = "measured-side"  # a split vote: the label on the measured side over a larger vote
+RULE_NOT_VOTED = "measured-not-voted"  # no model earned the vote against the time, and the view contradicts it
+RULE_NO_VOTE = "measured-no-vote"  # no model voted; a judging view gives the label
+
+
+def decide(totals: np.ndarray, counts: np.ndarray, labelled: np.ndarray, judged: np.ndarray,
+           compute: np.ndarray, memory: np.ndarray, covered: np.ndarray) -> pd.DataFrame:
+    """Per row (a kernel, or a kernel group): the bottleneck verdict and the rule that gave it.
+
+    The one set of rules behind the review's group verdicts and the Bottlenecks table's
+    per-kernel consensus, so that the two never contradict each other. Inputs are arrays
+    with one row per kernel or group; the label columns are ``_VOTED`` (the vocabulary
+    without 'unknown', in its order):
+
+    - ``totals``: the vote weight each label got; ``counts``: how many models voted for it;
+      ``labelled``: how many models name it, voting or not;
+    - ``judged``: a model judged within 2x of a measured time it did not read its inputs
+      from names a bottleneck (its vote was checked against the measurement);
+    - ``compute``, ``memory``: the measured view's fractions of peak (NaN: not measured);
+      ``covered``: the view read every unit (``view_covers_every_unit``).
+
+    Columns: ``verdict``, ``voted`` (the vote's own winner), ``rule`` (``RULE_*``),
+    ``agreeing`` / ``voted_agreeing`` (models that voted for the verdict / the vote's winner), ``voting``, ``view`` (``nsight_sides``),
+    ``judging`` (the view where it may judge: a latency view only where every unit was read),
+    ``disagree`` (a vote checked against the time stands against the view).
+    """
+    view = nsight_sides(compute, memory)
+    judging = np.where((view != "latency") | covered, view, "").astype(object)
+    any_vote = totals.max(axis=1) > 0 if totals.shape[1] else np.zeros(len(view), dtype=bool)
+    voted = np.where(any_vote, _VOTED_ARRAY[totals.argmax(axis=1)], "unknown").astype(object)
+    verdict = voted.copy()
+    rule = np.full(len(view), RULE_VOTE, dtype=object)
+    # a split vote: where the measured side has a voted label and the winner is not on it, take that label
+    for side in ("compute", "memory", "latency"):
+        on_side = np.where(_SIDES_OF_VOTED == side, totals, 0.0)
+        split = (judging == side) & (on_side.max(axis=1) > 0) & (_side_of(verdict) != side)
+        verdict[split] = _VOTED_ARRAY[on_side.argmax(axis=1)][split]
+        rule[split] = RULE_MEASURED_SIDE
+    side_now = _side_of(verdict)
+    disagree = (judging != "") & (side_now != "") & (judging != side_now)
+    from_view = _measured_labels(judging, compute, memory, totals, labelled)
+    overrule = disagree & ~judged  # nothing measured backs the vote, and the measurement says otherwise
+    no_vote = (verdict == "unknown") & (judging != "")  # no model can say, the measurement can
+    verdict[overrule | no_vote] = from_view[overrule | no_vote]
+    rule[overrule] = RULE_NOT_VOTED
+    rule[no_vote] = RULE_NO_VOTE
+    disagree &= ~overrule
+    return pd.DataFrame({"verdict": verdict, "voted": voted, "rule": rule,
+                         "agreeing": _count_for(counts, verdict), "voted_agreeing": _count_for(counts, voted),
+                         "voting": counts.sum(axis=1).astype(int), "view": view, "judging": judging,
+                         "disagree": disagree})
+
+
+def _count_for(counts: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Per row: how many models voted for that row's label (0 for 'unknown')."""
+    column = pd.Index(_VOTED).get_indexer(labels)  # -1 for "unknown": no count
+    picked = counts[np.arange(len(labels)), np.maximum(column, 0)]
+    return np.where(column >= 0, picked, 0).astype(int)
+
+
+def _side_of(labels: np.ndarray) -> np.ndarray:
+    """Per row: the measured side ('compute', 'memory', 'latency' or '') a label stands on."""
+    return np.array([_SIDE.get(label, "") for label in labels], dtype=object)
 
 
 def _percent(fraction: float) -> str:
@@ -256,7 +366,8 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
     # where a model's required input was derived from the measured time, its prediction is not
     # compared with that time (vote_weights masks the same rows)
     leak_of = {mid: analysis.time_derived_inputs(run).to_numpy(dtype=bool) for mid, run in runs.items()}
-    out = []
+    out: list[dict] = []
+    votes: list[tuple] = []  # per group: its vote, labels and measured view, decided together below
     for group in groups.table["group"][:limit]:
         at = np.flatnonzero(code == group)
         tally: dict[str, float] = {}
@@ -291,51 +402,49 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
             label = str(vote.idxmax())
             tally[label] = tally.get(label, 0.0) + float(w[voted].mean())
             count[label] = count.get(label, 0) + 1
-        voting = sum(count.values())
-        c = _weighted_mean(comp[at], rt_g)
-        m = _weighted_mean(mem[at], rt_g)
-        view = nsight_side(c, m)
-        # the view that may judge the vote: a latency view only where every unit was read
-        judging = view if view != "latency" or covered[at].any() else ""
-        ranked = sorted(tally, key=lambda lab: (-tally[lab], _ORDER.get(lab, 99)))
-        verdict = ranked[0] if ranked else "unknown"
-        basis = _basis(verdict, count.get(verdict, 0), voting, has_measured, accurate, off, model_labels,
-                       analysis, from_time)
-        on_view = [lab for lab in ranked if judging and _SIDE.get(lab) == judging]
-        if on_view and _SIDE.get(verdict, "") != judging:
-            # the voting models split, and the measurement sides with the fewer: take theirs
-            outvoted, verdict = verdict, on_view[0]
-            rest = basis[basis.index(";"):] if ";" in basis else ""  # what the vote rests on, as before
-            basis = (f"{count.get(verdict, 0)} of {voting} voting models, the label on the measured side ({view}: "
-                     f"compute {_percent(c)}, memory {_percent(m)} of peak) over {outvoted} "
-                     f"({count.get(outvoted, 0)} of {voting})") + rest
-        side = _SIDE.get(verdict, "")
-        disagree = bool(judging and side and judging != side)
-        measured = (f"measured, not voted: {sol_source} puts compute at {_percent(c)} and memory at {_percent(m)} "
-                    f"of peak")
-        # the models judged within 2x of the measured time that name a bottleneck (kerr may be close, unlabelled)
-        judged = [mid for mid, _ in accurate if model_labels.get(mid, "unknown") != "unknown"]
-        if disagree and not judged:  # nothing measured backs the vote, and the measurement says otherwise
-            overruled = verdict
-            verdict = measured_label(view, c, m, ranked, model_labels)
-            basis = (f"{measured}, against the models' {overruled}, which no model earned against the measured "
-                     f"time ({basis})")
-            disagree = False
-        elif verdict == "unknown" and judging:  # no model can say, the measurement can
-            verdict = measured_label(judging, c, m, ranked, model_labels)
-            basis = f"{measured}; {basis}"
-        out.append({
-            "group": int(group), "verdict": verdict, "agreeing": count.get(verdict, 0), "voting": voting,
-            "basis": basis,
-            "accurate": accurate, "off": off, "model_labels": model_labels, "model_states": model_states,
-            "sol_compute": c, "sol_memory": m, "sol_source": sol_source if (math.isfinite(c) or math.isfinite(m))
-            else "", "nsight_view": view, "disagree": disagree,
-        })
-    return pd.DataFrame(out, columns=["group", "verdict", "agreeing", "voting", "basis", "accurate", "off",
-                                      "model_labels", "model_states", "sol_compute", "sol_memory", "sol_source",
-                                      "nsight_view",
-                                      "disagree"])
+        judged = any(model_labels.get(mid, "unknown") != "unknown" for mid, _ in accurate)
+        c, m = _weighted_mean(comp[at], rt_g), _weighted_mean(mem[at], rt_g)
+        named = list(model_labels.values())
+        votes.append(([tally.get(lab, 0.0) for lab in _VOTED], [count.get(lab, 0) for lab in _VOTED],
+                      [named.count(lab) for lab in _VOTED], judged, c, m, bool(covered[at].any())))
+        out.append({"group": int(group), "has_measured": has_measured, "accurate": accurate, "off": off,
+                    "model_labels": model_labels, "model_states": model_states, "from_time": from_time,
+                    "sol_compute": c, "sol_memory": m,
+                    "sol_source": sol_source if (math.isfinite(c) or math.isfinite(m)) else ""})
+    columns = ["group", "verdict", "agreeing", "voting", "basis", "accurate", "off", "model_labels", "model_states",
+               "sol_compute", "sol_memory", "sol_source", "nsight_view", "disagree"]
+    if not out:
+        return pd.DataFrame(columns=columns)
+    totals, counts, labelled, judged, c_of, m_of, covers = (np.array(v) for v in zip(*votes))
+    decided = decide(totals.astype("float64"), counts.astype("int64"), labelled.astype("float64"),
+                     judged.astype(bool), c_of.astype("float64"), m_of.astype("float64"), covers.astype(bool))
+    for row, outcome in zip(out, decided.itertuples(index=False)):
+        row.update(verdict=outcome.verdict, agreeing=int(outcome.agreeing), voting=int(outcome.voting),
+                   nsight_view=outcome.view, disagree=bool(outcome.disagree),
+                   basis=_decided_basis(outcome, row, analysis))
+    return pd.DataFrame(out, columns=columns)
 
+
+def _decided_basis(outcome: Any, group: dict, analysis: Any) -> str:
+    """The verdict's one-sentence basis: what the vote rests on, and how the measurement changed it."""
+    voted = outcome.voted
+    agreeing_vote = int(outcome.voted_agreeing)
+    basis = _basis(voted, agreeing_vote, int(outcome.voting), group["has_measured"], group["accurate"],
+                   group["off"], group["model_labels"], analysis, group["from_time"])
+    c, m = group["sol_compute"], group["sol_memory"]
+    measured = (f"measured, not voted: {group['sol_source']} puts compute at {_percent(c)} and memory at "
+                f"{_percent(m)} of peak")
+    if outcome.rule == RULE_MEASURED_SIDE:  # the voting models split, and the measurement sides with the fewer
+        rest = basis[basis.index(";"):] if ";" in basis else ""  # what the vote rests on, as before
+        return (f"{outcome.agreeing} of {outcome.voting} voting models, the label on the measured side "
+                f"({outcome.view}: compute {_percent(c)}, memory {_percent(m)} of peak) over {voted} "
+                f"({agreeing_vote} of {outcome.voting})") + rest
+    if outcome.rule == RULE_NOT_VOTED:
+        return (f"{measured}, against the models' {voted}, which no model earned against the measured "
+                f"time ({basis})")
+    if outcome.rule == RULE_NO_VOTE:
+        return f"{measured}; {basis}"
+    return basis
 
 def _basis(verdict: str, agreeing: int, voting: int, has_measured: bool, accurate: list, off: list,
            model_labels: dict, analysis: Any, from_time: list | None = None) -> str:
@@ -380,6 +489,6 @@ def _ratio_text(ratio: float) -> str:
     return f"{ratio:.1f}x over" if ratio >= 1 else f"{1 / ratio:.1f}x under"
 
 
-__all__ = ["MEASURED_LABEL", "SOL_BOUND", "WITHIN", "group_verdicts", "measured_label", "nsight_side",
-           "speed_of_light", "validated_accuracy", "view_covers_every_unit",
-           "vote_weights", "weighted_consensus"]
+__all__ = ["MEASURED_LABEL", "RULE_MEASURED_SIDE", "RULE_NOT_VOTED", "RULE_NO_VOTE", "RULE_VOTE", "SOL_BOUND",
+           "WITHIN", "decide", "group_verdicts", "kernel_consensus", "measured_label", "nsight_side", "nsight_sides",
+           "speed_of_light", "validated_accuracy", "view_covers_every_unit", "vote_weights", "weighted_consensus"]
