@@ -108,6 +108,23 @@ def test_registers_change_only_the_occupancy(matrixmul: list[Path]) -> None:
     assert counts.loc["regs=64"] == counts.loc["regs=32"] == pytest.approx(float(s.kernel["inst_executed"]))
 
 
+def test_no_gain_keeps_the_measured_setting(matrixmul: list[Path]) -> None:
+    """Registers that only lower the occupancy (or leave it) gain nothing: the 'fastest' answer is the
+    measured setting, never the first of several tied points read as advice to change the launch;
+    a point that is faster (another GPU) is named with its gain."""
+    from nvperf_bridge.reports.whatif_report import KEEP_MEASURED, best_points
+
+    s = whatif_files(matrixmul, kernel="matrixMul", vary={"registers_per_thread": [16, 32, 64]},
+                     model_ids=["transit", "hong-kim"])
+    reference = s.points.iloc[0]
+    for mid, point, ns, change in best_points(s):
+        assert point.startswith(KEEP_MEASURED), (mid, point)
+        assert change == 0.0 and ns == pytest.approx(reference[f"{mid}.predicted_ns"])
+    faster = whatif_files(matrixmul, kernel="matrixMul", vary={}, gpu_targets=["v100-sxm2"], model_ids=["roofline"])
+    [(mid, point, ns, change)] = best_points(faster)
+    assert "v100-sxm2" in point and change < -0.01
+
+
 def test_moving_to_another_gpu(matrixmul: list[Path]) -> None:
     s = whatif_files(matrixmul, kernel="matrixMul", vary={}, gpu_targets=["v100-sxm2"], model_ids=["roofline"])
     assert list(s.points["gpu"]) == ["gtx-1080-ti", "v100-sxm2"]

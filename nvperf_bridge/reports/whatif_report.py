@@ -124,6 +124,9 @@ def render_markdown(study: WhatIfStudy, figure_link: str | None = None) -> str:
     if best:
         parts.append("## Fastest predicted setting per model")
         parts.append("")
+        parts.append(f"A point is named only where it is predicted at least {NO_GAIN:.0%} faster than the "
+                     f"measured setting; otherwise the answer is {KEEP_MEASURED}.")
+        parts.append("")
         parts.append(table(["model", "fastest point", "predicted", "vs measured setting"],
                            [[escape(mid), escape(point), format_time(ns), percent_cell(change, signed=True)]
                             for mid, point, ns, change in best], ["l", "l", "r", "r"]))
@@ -156,9 +159,18 @@ def _model_reasons(study: WhatIfStudy) -> list[tuple[str, str, int]]:
     return out
 
 
+# a varied point must be predicted at least this much faster than the measured setting to be named
+# the fastest: a model's rounding-level difference (a memory-bound kernel at full occupancy for
+# every block size) is no reason to change the launch
+NO_GAIN = 0.01
+KEEP_MEASURED = "the measured setting"
+
+
 def best_points(study: WhatIfStudy) -> list[tuple[str, str, float, float | None]]:
     """Per model: the varied point with the smallest predicted time, and its change against the
-    same model's prediction at the measured point (a fraction; None when unavailable)."""
+    same model's prediction at the measured point (a fraction; None when unavailable). Where no
+    varied point is at least ``NO_GAIN`` faster, the answer is the measured setting itself (its
+    prediction, change 0), so that a tie never reads as advice to change the launch."""
     p = study.points
     out = []
     for mid in study.model_ids:
@@ -169,6 +181,9 @@ def best_points(study: WhatIfStudy) -> list[tuple[str, str, float, float | None]
         best = varied.idxmin()
         reference = predicted.iloc[0]
         change = float(varied[best] / reference - 1.0) if pd.notna(reference) and reference > 0 else None
+        if change is not None and change > -NO_GAIN:
+            out.append((mid, f"{KEEP_MEASURED} (no point {NO_GAIN:.0%} faster)", float(reference), 0.0))
+            continue
         point = str(p.loc[best, "point"])
         gpu = str(p.loc[best, "gpu"])
         out.append((mid, point if gpu in point else f"{point} on {gpu}", float(varied[best]), change))
