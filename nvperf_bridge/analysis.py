@@ -34,6 +34,7 @@ from nvperf_bridge.kernelframe import ImportResult, InputFile
 from nvperf_bridge.model import (
     ResolvedConstant,
     evaluate_shared,
+    replace_shared_result,
     resolve_constants,
     shared_evaluations,
     validate_result,
@@ -309,6 +310,10 @@ def _run_models(
 
     if isolate and not isolation_available() and any(not registry.models[mid].builtin for mid in wanted):
         warnings.append("plugins run in this process: worker processes need fork, which this platform lacks")
+    from nvperf_bridge.column_pool import ColumnPool
+
+    # a column equal to one an earlier result holds is stored once (memory only: the same values)
+    pool = ColumnPool()
     runs: dict[str, ModelRun] = {}
     for mid in wanted:
         loaded = registry.models[mid]
@@ -323,7 +328,11 @@ def _run_models(
         try:
             run.constants = resolve_constants(model, gpu)
             raw = _evaluate(loaded, kernels, gpu, model_options, timeout_s, isolate, printed)
-            run.result, model_warnings = validate_result(mid, kernels, raw)
+            result, model_warnings = validate_result(mid, kernels, raw)
+            run.result = pool.share(result)
+            if isinstance(raw, pd.DataFrame):  # the run keeps the model's own frame (evaluate_shared): shared too
+                replace_shared_result(raw, pool.share(raw))
+            del raw, result  # the columns the pool replaced are free for the next model now
             warnings.extend(model_warnings)
         except NvperfError as exc:
             run.failure = str(exc)

@@ -152,11 +152,19 @@ def missing_inputs(kernels: pd.DataFrame, required: tuple[str, ...] | list[str])
 
 
 def empty_result(kernels: pd.DataFrame) -> pd.DataFrame:
-    """A result frame with the standard columns, nothing predicted yet."""
+    """A result frame with the standard columns, nothing predicted yet.
+
+    Within a run (``shared_evaluations``) the columns are made once per index and shared by every
+    model's result (a shallow copy: pandas' copy-on-write copies a column before anything writes
+    to it); most are replaced by the model, and a million-kernel column is 8 MB of new memory."""
+    index = kernels.index
+    return run_value(("empty_result", id(index), len(index)), [index], lambda: _empty_result(index)).copy(deep=False)
+
+
+def _empty_result(index: pd.Index) -> pd.DataFrame:
     from nvperf_bridge.labels import full, text_array
 
-    n = len(kernels)
-    index = kernels.index
+    n = len(index)
     # built from arrays, not scalars: a scalar string column is one new str per row, and pandas
     # would copy the columns into one block only for the model to replace most of them; given as
     # Series on the index, the frame takes them as they are (half the time of the arrays' dict)
@@ -169,6 +177,38 @@ def empty_result(kernels: pd.DataFrame) -> pd.DataFrame:
     }
     return pd.DataFrame({name: pd.Series(values, index=index, copy=False) for name, values in columns.items()},
                         copy=False)
+
+
+# Scalar types a model gives for a detail that is one value for every kernel (a constant, an option).
+_PLAIN_SCALARS = (bool, int, float, str, np.bool_, np.integer, np.floating)
+
+
+def constant_column(value: Any, index: pd.Index) -> pd.Series:
+    """The column ``frame[name] = value`` stores for a scalar ``value`` (same dtype, same bits).
+
+    Within a run (``shared_evaluations``) it is made once per value, type and index and shared by
+    every result that holds it: a constant detail (``launch_ns`` = 0, a GPU constant, an option's
+    name) is then one array for all models instead of a new filled one each (a million kernels:
+    8 MB of new memory per column, whose first touch costs more than the model's arithmetic).
+    pandas' copy-on-write copies the shared array before any write, so no frame sees another's
+    change."""
+    def make() -> pd.Series:
+        holder = pd.DataFrame(index=index)
+        holder["value"] = value  # exactly what assigning the scalar to a result frame stores
+        return holder["value"]
+
+    # keyed on the dtype the column gets and the value's bits (as keys NaN == NaN fails and 0.0 == -0.0 holds)
+    kind = "str" if isinstance(value, str) else np.asarray(value).dtype.str
+    bits = value if isinstance(value, str) else np.asarray(value).tobytes()
+    return run_value(("constant", kind, bits, id(index), len(index)), [index], make)
+
+
+def detail_column(values: Any, index: pd.Index) -> Any:
+    """A model's detail as ``result[name] = values`` stores it: a plain scalar (``_PLAIN_SCALARS``)
+    as the run's shared ``constant_column``, anything else as it is."""
+    if isinstance(values, _PLAIN_SCALARS):
+        return constant_column(values, index)
+    return values
 
 
 def validate_result(model_id: str, kernels: pd.DataFrame, result: Any) -> tuple[pd.DataFrame, list[str]]:
@@ -333,6 +373,16 @@ def evaluate_shared(model: Any, kernels: pd.DataFrame, gpu: GpuProfile, options:
     return result
 
 
+def replace_shared_result(before: Any, after: Any) -> None:
+    """The run's kept evaluations that are ``before`` (the same object) become ``after``: a frame of the
+    same values whose columns share memory with other results (``column_pool``), so the memory of
+    ``before``'s own columns is freed while a later caller can still get the evaluation."""
+    with _EVALUATIONS_LOCK:
+        for key, (arrays, index, result, owners) in list(_EVALUATIONS.items()):
+            if result is before:
+                _EVALUATIONS[key] = (arrays, index, after, owners)
+
+
 # Any other value several models derive from the same frame during one run (the ``derived`` column's
 # distinct texts, asked about by every model that reads a counter): ``run_value`` computes it once per
 # ``shared_evaluations`` block. The key names the input memory (data pointer, shape, strides) and the
@@ -341,7 +391,7 @@ def evaluate_shared(model: Any, kernels: pd.DataFrame, gpu: GpuProfile, options:
 _RUN_VALUES: dict[tuple, tuple[list[Any], Any]] = {}
 
 
-def run_value(key: tuple, arrays: list[np.ndarray], compute: Callable[[], Any]) -> Any:
+def run_value(key: tuple, arrays: list[Any], compute: Callable[[], Any]) -> Any:
     """``compute()`` once per ``shared_evaluations`` block and ``key`` (``arrays``: the inputs the key
     names, held while the entry lives); outside a block, always computed. Read the value, never change it."""
     if not _EVALUATIONS_DEPTH:

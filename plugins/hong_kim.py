@@ -151,6 +151,7 @@ from nvperf_bridge.model import (
     choice_option,
     column_or_nan,
     constant_values,
+    detail_column,
     empty_result,
     missing_inputs,
 )
@@ -563,7 +564,7 @@ class HongKimModel:
             details.update(f_dram=levels["f_dram"], f_l2=levels["f_l2"], f_l1=levels["f_l1"],
                            levels_source=levels["levels_source"])
         for name, values in details.items():
-            result[name] = values
+            result[name] = detail_column(values, index)  # a constant: the run's shared column (speed only)
         return result
 
 

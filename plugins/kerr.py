@@ -139,6 +139,7 @@ from nvperf_bridge.model import (
     bool_option,
     choice_option,
     column_or_nan,
+    constant_column,
     empty_result,
     missing_inputs,
     number_option,
@@ -1280,7 +1281,9 @@ def _write_columns(result: pd.DataFrame, at: np.ndarray, columns: dict[str, Any]
             result.loc[at, name] = values
         return
     for name, values in columns.items():
-        if name in result.columns or isinstance(values, str):
+        if isinstance(values, str):  # one text for every kernel: the run's shared column (speed only)
+            result[name] = constant_column(values, result.index)
+        elif name in result.columns:
             result[name] = values
         elif values.dtype.kind == "b":
             result[name] = values.astype(object)

@@ -115,6 +115,7 @@ from nvperf_bridge.model import (
     choice_option,
     column_or_nan,
     constant_values,
+    detail_column,
     empty_result,
     missing_inputs,
     number_option,
@@ -399,7 +400,7 @@ class KothapalliModel:
             details.update(f_dram=levels["f_dram"], f_l2=levels["f_l2"], f_l1=levels["f_l1"],
                            levels_source=levels["levels_source"])
         for name, values in details.items():
-            result[name] = values
+            result[name] = detail_column(values, index)  # a constant: the run's shared column (speed only)
         return result
 
 

@@ -157,6 +157,7 @@ from nvperf_bridge.model import (
     choice_option,
     column_or_nan,
     constant_values,
+    constant_column,
     empty_result,
     missing_inputs,
     number_option,
@@ -436,7 +437,8 @@ class LuoSudaModel:
             details.update(f_dram=levels["f_dram"], f_l2=levels["f_l2"], f_l1=levels["f_l1"],
                            levels_source=levels["levels_source"])
         for name, values in details.items():
-            result[name] = values if np.isscalar(values) else labels.column(values, kernels.index)
+            result[name] = constant_column(values, kernels.index) if np.isscalar(values) \
+                else labels.column(values, kernels.index)
         result["memory_source"] = ("global requests and transactions (L1/L2 hits counted as memory accesses, "
                                    "as the paper assumes)")
         return result

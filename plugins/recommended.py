@@ -86,6 +86,7 @@ from nvperf_bridge.model import (
     Requirements,
     column_or_nan,
     constant_values,
+    constant_column,
     empty_result,
     evaluate_shared,
     missing_inputs,
@@ -288,20 +289,50 @@ def cached_term_table(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[s
     return table
 
 
+def row_max(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """Per row, the largest of ``arrays`` ignoring NaN (NaN where all are): ``DataFrame.max(axis=1)``
+    over them as columns, without the frame."""
+    largest = np.array(arrays[0], dtype="float64", copy=True)
+    for array in arrays[1:]:
+        np.fmax(largest, array, out=largest)
+    return largest
+
+
+def row_argmax(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """Per row, the position of the largest of ``arrays`` (NaN never wins unless all are NaN, the first
+    of equal values wins): ``np.argmax`` over the rows of their (kernels x arrays) stack with NaN as -inf."""
+    best = np.where(np.isnan(arrays[0]), -np.inf, arrays[0])
+    position = np.zeros(len(best), dtype=np.intp)
+    for i, array in enumerate(arrays[1:], start=1):
+        wins = array > best  # NaN is never greater
+        best[wins] = array[wins]
+        position[wins] = i
+    return position
+
+
 def combine(terms: pd.DataFrame, values: Mapping[str, float],
             bound_terms: Sequence[str] = BOUND_TERMS) -> tuple[pd.Series, pd.DataFrame]:
     """The estimate (ns) and the scaled terms (ns): overhead + soft maximum of the scaled bound
     terms, blended geometrically with the scaled Transit prediction where there is one.
     ``bound_terms`` (each with its factor ``k_<name>`` in ``values``) is the shipped form's by
     default; ``benchmarks/recommended_candidates.py`` passes more to screen candidate terms."""
-    scaled = pd.DataFrame({name: values[f"k_{name}"] * terms[name].fillna(0.0) for name in bound_terms},
-                          index=terms.index)
+    columns = {name: values[f"k_{name}"] * terms[name].fillna(0.0) for name in bound_terms}
     p = float(values["p"])
-    largest = scaled.max(axis=1)
+    # term by term on one-dimensional arrays: the row-wise max and sum of a (kernels x terms) frame, in
+    # the same order and so with the same bits, without its 2-D copies (speed only)
+    arrays = [column.to_numpy(dtype="float64") for column in columns.values()]
+    largest = row_max(arrays)
     # the soft maximum scaled by the largest term, so large p cannot overflow
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        ratio = scaled.div(largest.where(largest > 0), axis=0)
-        soft = largest * (ratio.fillna(0.0) ** p).sum(axis=1) ** (1.0 / p)
+        divisor = np.where(largest > 0, largest, np.nan)
+        total = None
+        for array in arrays:
+            ratio = array / divisor
+            ratio[np.isnan(ratio)] = 0.0
+            ratio **= p  # ndarray's power, as the frame's (its fast paths for p = 2 and 0.5 included)
+            total = ratio if total is None else np.add(total, ratio, out=total)
+        soft = pd.Series(largest * (total ** (1.0 / p)), index=terms.index, copy=False)
+    scaled = pd.DataFrame(columns, index=terms.index, copy=False)
     bound = values["overhead_ns"] + soft.where(largest > 0, 0.0)
     transit = values["k_transit"] * terms["transit"] if "transit" in terms.columns else bound * np.nan
     scaled["transit"] = transit
@@ -351,14 +382,12 @@ class RecommendedModel:
         ok = reasons == ""
         # Transit is blended in where it predicts; elsewhere the bound model stands alone
         predicted, scaled = combine(terms, values)
-        bounds = scaled[list(BOUND_TERMS)]
         # text columns as codes into a few labels (nvperf_bridge.labels), never a string built per kernel:
         # the dominant term's position (idxmax: NaN never wins, the first of equal terms does), len(BOUND_TERMS)
         # for "overhead" where no term is positive, one more for "launch overhead" in the state
-        largest = bounds.max(axis=1)
-        values_2d = bounds.to_numpy(dtype="float64")
-        dominant_code = np.where(largest > 0, np.argmax(np.where(np.isnan(values_2d), -np.inf, values_2d), axis=1),
-                                 len(BOUND_TERMS))
+        arrays = [scaled[name].to_numpy(dtype="float64") for name in BOUND_TERMS]
+        largest = pd.Series(row_max(arrays), index=kernels.index, copy=False)
+        dominant_code = np.where(largest > 0, row_argmax(arrays), len(BOUND_TERMS))
         term_names = [*BOUND_TERMS, "overhead", "launch overhead"]
         dominant = labels.take(term_names, dominant_code)
         bound_model = values["overhead_ns"] + largest
@@ -390,7 +419,7 @@ class RecommendedModel:
         for name in TERMS:
             result[f"T_{name}_ns"] = scaled[name].where(ok)
         result["dominant_term"] = labels.column(labels.where(ok, dominant, ""), kernels.index)
-        result["estimate"] = "recommended estimate (beyond the papers)"
+        result["estimate"] = constant_column("recommended estimate (beyond the papers)", kernels.index)
         return result
 
     def _extrapolated(self, gpu: GpuProfile) -> str:

@@ -93,6 +93,7 @@ from nvperf_bridge.model import (
     Requirements,
     column_or_nan,
     constant_values,
+    detail_column,
     empty_result,
     number_option,
 )
@@ -302,7 +303,7 @@ class RooflineModel:
         result["t_compute_ns"] = t_compute_ns
         result["t_memory_ns"] = t_memory_ns
         result["dram_bytes_used"] = bytes_
-        result["launch_ns"] = launch_ns
+        result["launch_ns"] = detail_column(launch_ns, kernels.index)  # a constant: shared (speed only)
         label, label_source = ncu_rule_labels(kernels, gpu)
         result["ncu_rule_label"] = label
         result["ncu_rule_memory_metric"] = label_source

@@ -130,6 +130,7 @@ from nvperf_bridge.model import (
     Requirements,
     column_or_nan,
     constant_values,
+    constant_column,
     empty_result,
     missing_inputs,
     number_option,
@@ -364,11 +365,15 @@ class TransitModel:
         }
         every_kernel_good = bool(good.all())  # then the floats are kept as they are, not copied
         for name, column in details.items():
+            if every_kernel_good and isinstance(column, float):  # a constant: the run's shared column (speed only)
+                result[name] = constant_column(column, kernels.index)
+                continue
             values_ = np.asarray(column)
             if values_.dtype.kind == "f" and not every_kernel_good:
                 column = np.where(good, values_, np.nan)
             result[name] = labels.column(column, kernels.index)
-        result["memory_source"] = "DRAM traffic (MS = off-chip DRAM as in the paper; cache hits count as CS work)"
+        result["memory_source"] = constant_column(
+            "DRAM traffic (MS = off-chip DRAM as in the paper; cache hits count as CS work)", kernels.index)
         return result
 
 

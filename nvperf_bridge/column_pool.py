@@ -1,0 +1,89 @@
+"""Columns that repeat between the model results of one run, held once.
+
+On a million kernels every result column is 8 MB of new memory, and the models write a few
+hundred of them. Many hold the same values as a column an earlier result (or the same result)
+already holds: a constant per GPU (``Mem_L_Coal``, ``D``), an option's or a source's name, a
+detail that is all NaN because the file lacks its counter, a latency term that equals the
+prediction where nothing else binds. Where the machine backs fresh memory slowly (a virtual
+machine whose free pages the host reclaims: measured 9-10 us per 4 KiB page on this project's
+benchmark machine, idle, against 1-1.5 us for memory the process freed a moment before), that
+first touch costs more than the models' arithmetic.
+
+``ColumnPool.share`` compares each numeric, boolean and text column of a new result with the
+columns the run's earlier results hold (exactly: the same bits, or for text the same string
+objects) and, where they are equal, stores the earlier column in its place. The model's own array
+is then freed and reused by the next model instead of fresh memory. pandas' copy-on-write copies a
+shared column before anything writes to it, so no result ever sees another's change: the values,
+dtypes and column order of every result are the same as before, only the memory is shared.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+_SAMPLES = 16  # values read from each column for its fingerprint (then an exact comparison)
+
+
+def _comparable(series: pd.Series) -> np.ndarray | None:
+    """The column's memory as unsigned integers (a view: equal integers are equal bits; for text,
+    the addresses of its string objects), or None where it cannot be compared so."""
+    dtype = series.dtype
+    if isinstance(dtype, np.dtype) and dtype.kind in "fiub":
+        values = series.to_numpy(copy=False)
+        return values.view(f"u{values.itemsize}") if values.ndim == 1 else None
+    if dtype == object or isinstance(dtype, pd.StringDtype):
+        values = getattr(series.array, "_ndarray", None)  # pandas' python-backed strings, or object
+        if not isinstance(values, np.ndarray) or values.dtype != object or values.ndim != 1 \
+                or not values.flags.c_contiguous:
+            return None
+        if not len(values):
+            return np.empty(0, dtype=np.uintp)
+        # the object pointers themselves: the same address is the same string (a different address
+        # may still hold an equal string; it is then not shared, never wrongly shared)
+        return np.ctypeslib.as_array((ctypes.c_size_t * len(values)).from_address(values.ctypes.data))
+    return None
+
+
+class ColumnPool:
+    """The columns of one run's results so far, by a fingerprint of their values (see the module docstring)."""
+
+    def __init__(self) -> None:
+        # (dtype, length, fingerprint) -> [(integer view, the Series holding that memory)]
+        self._columns: dict[tuple, list[tuple[np.ndarray, pd.Series]]] = {}
+
+    def share(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` with each column equal to one held before replaced by that column (a shallow
+        copy when anything is replaced); its other columns join the pool."""
+        if not frame.columns.is_unique:
+            return frame
+        replaced: dict[Any, pd.Series] = {}
+        n = len(frame)
+        positions = np.linspace(0, n - 1, _SAMPLES).astype(np.intp) if n else np.empty(0, dtype=np.intp)
+        for name in frame.columns:
+            series = frame[name]
+            bits = _comparable(series)
+            if bits is None:
+                continue
+            key = (str(series.dtype), n, bits[positions].tobytes())
+            held = self._columns.setdefault(key, [])
+            for earlier_bits, earlier in held:
+                if earlier_bits.ctypes.data == bits.ctypes.data:  # already the same memory
+                    break
+                if np.array_equal(earlier_bits, bits):
+                    replaced[name] = earlier
+                    break
+            else:
+                held.append((bits, series))
+        if not replaced:
+            return frame
+        frame = frame.copy(deep=False)
+        for name, earlier in replaced.items():
+            frame[name] = earlier  # copy-on-write: shared until either is written
+        return frame
+
+
+__all__ = ["ColumnPool"]
