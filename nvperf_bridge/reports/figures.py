@@ -43,12 +43,13 @@ MODEL_STYLES: tuple[tuple[str, str], ...] = (
 )
 
 
-def _new_figure(width: float, height: float) -> "Figure":
-    """A figure on the Agg canvas (no display needed, no global pyplot state)."""
+def _new_figure(width: float, height: float, layout: str | None = "constrained") -> "Figure":
+    """A figure on the Agg canvas (no display needed, no global pyplot state). The report figures pass
+    ``layout=None`` and place their axes once with ``figure_layout.fixed_layout``."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    fig = Figure(figsize=(width, height), dpi=100, layout=layout)
     FigureCanvasAgg(fig)
     return fig
 
@@ -75,7 +76,9 @@ def accuracy_figure(analysis: Analysis, *, width: float = 7.0, height: float = 7
     Kernels without a measured time or a prediction are left out (the title
     says how many points are drawn).
     """
-    fig = _new_figure(width, height)
+    from nvperf_bridge.reports.figure_layout import fixed_layout, minor_log_marks
+
+    fig = _new_figure(width, height, layout=None)
     ax = fig.add_subplot(1, 1, 1)
     measured = analysis.measured_ns
     runs = analysis.ok_runs()
@@ -87,6 +90,7 @@ def accuracy_figure(analysis: Analysis, *, width: float = 7.0, height: float = 7
     # one concatenation: a model-by-model one first held every value twice (40 MB more at 100k kernels)
     values = np.concatenate([a for _, m, p in pairs for a in (m, p)]) if pairs else np.array([])
     unit = time_unit(values) if values.size else time_unit([])
+    legend = None
     drawn = 0
     thinned = False
     for position, (mid, meas, pred) in enumerate(pairs):
@@ -111,8 +115,9 @@ def accuracy_figure(analysis: Analysis, *, width: float = 7.0, height: float = 7
         ax.set_xscale("log")
         ax.set_yscale("log")
         _plain_log_ticks(ax)
+        minor_log_marks(ax, grid={"color": "#f0f0f0", "linewidth": 0.4})
         ax.set_aspect("equal", adjustable="box")
-        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize=9, frameon=False)
+        legend = fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncols=2, fontsize=9, frameon=False)
     else:
         ax.text(0.5, 0.5, "no kernel has both a measured time and a prediction",
                 ha="center", va="center", transform=ax.transAxes, fontsize=11)
@@ -125,8 +130,8 @@ def accuracy_figure(analysis: Analysis, *, width: float = 7.0, height: float = 7
         title += f"\n(an evenly spread {MAX_SCATTER_POINTS:,} kernels per model drawn)"
     ax.set_title(title, fontsize=12)
     ax.grid(True, which="major", color="#dddddd", linewidth=0.6)
-    ax.grid(True, which="minor", color="#f0f0f0", linewidth=0.4)
     ax.tick_params(labelsize=10)
+    fixed_layout(fig, [ax], 1, 1, legend=legend)
     return fig
 
 
@@ -176,24 +181,28 @@ class TransitCurves:
 def transit_figure(panels: Sequence[TransitCurves], *, columns: int = 2, panel_size: tuple[float, float] = (5.2, 3.9),
                    suptitle: str = "") -> "Figure":
     """One panel per kernel: f(k) and g(n - k) against k, the equilibrium marked."""
+    from nvperf_bridge.reports.figure_layout import fixed_layout
+
     count = max(1, len(panels))
     columns = max(1, min(columns, count))
     rows = math.ceil(count / columns)
-    fig = _new_figure(panel_size[0] * columns, panel_size[1] * rows)
+    fig = _new_figure(panel_size[0] * columns, panel_size[1] * rows, layout=None)
     if not panels:
         ax = fig.add_subplot(1, 1, 1)
         ax.text(0.5, 0.5, "no kernel could be drawn (the transit model predicted none)",
                 ha="center", va="center", transform=ax.transAxes, fontsize=11)
         ax.set_axis_off()
         return fig
+    axes = []
     for position, panel in enumerate(panels):
-        ax = fig.add_subplot(rows, columns, position + 1)
-        _draw_transit(ax, panel, legend=len(panels) == 1)
+        axes.append(fig.add_subplot(rows, columns, position + 1))
+        _draw_transit(axes[-1], panel, legend=len(panels) == 1)
+    legend = None
     if len(panels) > 1:  # one shared legend rather than one per panel
-        fig.legend(*fig.axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize=10,
-                   frameon=False)
-    if suptitle:
-        fig.suptitle(suptitle, fontsize=13)
+        legend = fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncols=3, fontsize=10,
+                            frameon=False)
+    title = fig.suptitle(suptitle, fontsize=13) if suptitle else None
+    fixed_layout(fig, axes, rows, columns, legend=legend, suptitle=title)
     return fig
 
 
@@ -302,7 +311,9 @@ def roofline_figure(points: pd.DataFrame, roofs: dict[str, dict[str, float]], *,
     """Each placed kernel group at its arithmetic intensity and achieved FLOP/s under its GPU's roofs
     (``roofs``: GPU name -> peak FP32 FLOP/s, DRAM bandwidth, ridge; one roof line per GPU; log-log;
     marker size by share of GPU time, labels G1, G2, ... as in the reports)."""
-    fig = _new_figure(width, height)
+    from nvperf_bridge.reports.figure_layout import fixed_layout, minor_log_marks
+
+    fig = _new_figure(width, height, layout=None)
     ax = fig.add_subplot(1, 1, 1)
     placed = points[points["why_not"] == ""]
     ridges = [r["ridge_flop_per_byte"] for r in roofs.values()]
@@ -331,6 +342,7 @@ def roofline_figure(points: pd.DataFrame, roofs: dict[str, dict[str, float]], *,
                     xytext=(6, 4), fontsize=9)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    _plain_log_ticks(ax)  # 0.1, 1, 1,000 as on the accuracy figure (no math text to typeset)
     ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
     ax.set_ylabel("achieved GFLOP/s")
     title = f"Roofline - {', '.join(roofs)}"
@@ -340,6 +352,8 @@ def roofline_figure(points: pd.DataFrame, roofs: dict[str, dict[str, float]], *,
     ax.grid(True, which="major", alpha=0.3)
     if several:
         ax.legend(loc="lower right", fontsize=8)
+    minor_log_marks(ax)
+    fixed_layout(fig, [ax], 1, 1)
     return fig
 
 
