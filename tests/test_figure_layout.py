@@ -1,0 +1,110 @@
+"""The report figures' fixed layout (reports/figure_layout.py): every text a reviewer reads lies inside
+the figure, and nothing covers anything else (legend, tick labels, titles, the Transit figure's top axis)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from reports_fakes import make_analysis
+
+from nvperf_bridge.reports.figure_layout import text_inches
+from nvperf_bridge.reports.figures import accuracy_figure, report_figures, review_roofline_figure, \
+    transit_report_figure
+
+DEMO = Path(__file__).resolve().parent / "fixtures" / "reports" / "demo_gtx280.yaml"
+MAGUS_PAIR = ("magus__metrics_rodinia_lud.csv", "magus__traces_rodinia_lud.csv")
+
+
+def _all_axes(fig):
+    """The figure's axes and their child axes (the Transit figure's top axis)."""
+    return [a for ax in fig.axes for a in (ax, *ax.child_axes)]
+
+
+def _tick_labels(fig, renderer):
+    """(text, extent) of the tick labels drawn (those of ticks inside the view), and the ids of all."""
+    drawn, every = [], set()
+    for ax in _all_axes(fig):
+        for axis in (ax.xaxis, ax.yaxis):
+            low, high = sorted(axis.get_view_interval())
+            for tick in (*axis.get_major_ticks(), *axis.get_minor_ticks()):
+                for label in (tick.label1, tick.label2):
+                    every.add(id(label))
+                    if label.get_visible() and label.get_text() and low - 1e-9 <= tick.get_loc() <= high + 1e-9:
+                        drawn.append((label.get_text(), label.get_window_extent(renderer)))
+    return drawn, every
+
+
+def _check_layout(fig) -> None:
+    """Every text inside the figure; no title, axis label, legend or figure title covers another or a
+    tick label."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    box = fig.bbox
+    ticks, tick_ids = _tick_labels(fig, renderer)
+    texts = [(t.get_text(), t.get_window_extent(renderer)) for t in fig.findobj(Text)
+             if id(t) not in tick_ids and t.get_visible() and t.get_text()]
+    assert texts and ticks
+    for text, extent in texts + ticks:
+        assert extent.x0 >= box.x0 - 1 and extent.x1 <= box.x1 + 1, f"{text!r} leaves the figure sideways"
+        assert extent.y0 >= box.y0 - 1 and extent.y1 <= box.y1 + 1, f"{text!r} leaves the figure at top/bottom"
+    axes = _all_axes(fig)
+    framed = [(ax.title.get_text(), ax.title.get_window_extent(renderer)) for ax in axes if ax.title.get_text()]
+    framed += [(a.label.get_text(), a.label.get_window_extent(renderer))
+               for ax in axes for a in (ax.xaxis, ax.yaxis) if a.label.get_text()]
+    framed += [("legend", legend.get_window_extent(renderer)) for legend in fig.legends]
+    if fig._suptitle is not None:
+        framed.append(("figure title", fig._suptitle.get_window_extent(renderer)))
+    for name, extent in framed:
+        for other, other_extent in ticks + framed:
+            if other_extent is not extent:
+                assert not extent.overlaps(other_extent), f"{name!r} covers {other!r}"
+
+
+def test_text_inches_measures_like_the_drawn_text() -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4, 3), dpi=100)
+    FigureCanvasAgg(fig)
+    text = fig.text(0.1, 0.5, "Measured kernel time (µs)", fontsize=11)
+    fig.canvas.draw()
+    drawn = text.get_window_extent(fig.canvas.get_renderer())
+    width, height = text_inches("Measured kernel time (µs)", 11)
+    assert width * 100 == pytest.approx(drawn.width, abs=2)
+    assert height * 100 == pytest.approx(drawn.height, rel=0.25)
+    assert text_inches("two\nlines", 10)[1] == pytest.approx(2 * text_inches("one", 10)[1])
+
+
+def test_accuracy_figure_fits_and_keeps_its_minor_grid() -> None:
+    fig = accuracy_figure(make_analysis())
+    _check_layout(fig)
+    ax = fig.axes[0]
+    assert fig.get_layout_engine() is None, "placed once, not by constrained layout at each draw"
+    minor = [line for line in ax.get_lines() if line.get_label() == "_minor grid"]
+    assert len(minor) == 2, "one line of minor grid lines per log axis"
+
+
+def test_transit_figure_title_sits_above_the_top_axis() -> None:
+    from nvperf_bridge.analysis import analyze_files
+
+    fig = transit_report_figure(analyze_files([DEMO], model_ids=["transit", "roofline"]), count=3)
+    _check_layout(fig)
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        for child in ax.child_axes:
+            top = child.xaxis.get_tightbbox(renderer)
+            assert ax.title.get_window_extent(renderer).y0 >= top.y1 - 1, "the title covers the top axis"
+
+
+def test_real_report_figures_fit(realdata_dir: Path) -> None:
+    """The three figures of a real nvprof pair (magus rodinia lud): every text inside, nothing covered."""
+    from nvperf_bridge.analysis import analyze_files
+
+    analysis = analyze_files([realdata_dir / "magus" / name for name in MAGUS_PAIR])
+    keys = [figure.key for figure in report_figures(analysis)]
+    assert keys == ["measured-vs-predicted", "transit", "roofline"]
+    for fig in (accuracy_figure(analysis), transit_report_figure(analysis), review_roofline_figure(analysis)):
+        _check_layout(fig)
