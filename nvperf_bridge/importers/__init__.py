@@ -106,11 +106,13 @@ def read_parts(path: str | Path, *, raw_columns: frozenset[str] | None = None) -
     head = read_head(path)
     if head is not None and _ends_with_newline(path):  # a cut-off file goes the whole-text way: its last row is dropped
         found = _sniff_bounded(path, head.text)
-        streamed = {"ncu-raw": "nvperf_bridge.importers.ncu_raw", "nvprof-trace": "nvperf_bridge.importers.nvprof_trace"}
+        streamed = {"ncu-raw": "nvperf_bridge.importers.ncu_raw", "nvprof-trace": "nvperf_bridge.importers.nvprof_trace",
+                    "ncu-details": "nvperf_bridge.importers.ncu_details"}
         if found is not None and found.format in streamed:
-            # the wide raw page and the long trace are streamed from the file, never held whole in memory
+            # the wide raw page and the long trace and details tables are streamed from the file, never
+            # held whole in memory
             module = importlib.import_module(streamed[found.format])
-            parsed = (module.read_stream(path, head, found, raw_columns) if found.format == "ncu-raw"
+            parsed = (module.read_stream(path, head, found, raw_columns) if found.format in ("ncu-raw", "ncu-details")
                       else module.read_stream(path, head, found))
             if parsed is not None:
                 parsed.info.encoding = "UTF-8 with BOM" if head.bom else "UTF-8"
@@ -243,9 +245,11 @@ def _banner_before(text: str, start: int) -> str | None:
     return found.group("what") if found else None
 
 
-def _unread_text_notes(text: str, first: int, spans: list[tuple[int, int]]) -> list[str]:
+def _unread_text_notes(text: str, first: int, spans: list[tuple[int, int]], lines_before: int = 0) -> list[str]:
     """A note per stretch of text after the first table that no importer read (a Unified Memory table,
-    'Total CPU Page faults: 49'): its first line and line number, the banner that names it."""
+    'Total CPU Page faults: 49'): its first line and line number, the banner that names it.
+    ``lines_before``: lines of the file before ``text`` (a streamed table's importer passes only the
+    text after its table)."""
     notes = []
     spans = sorted(spans)
     gaps = [(end, next_start) for (_, end), (next_start, _) in zip(spans, spans[1:] + [(len(text), 0)])]
@@ -264,7 +268,7 @@ def _unread_text_notes(text: str, first: int, spans: list[tuple[int, int]]) -> l
         offset = start + block.find(shown)
         what = next((b.rstrip(":") for b in banners if b.endswith(":")), None)
         notes.append(f"ignored {len(lines)} line{'s' if len(lines) != 1 else ''} after the table, from line "
-                     f"{text.count(chr(10), 0, offset) + 1}" + (f" ({what}: not a kernel table)" if what else "")
+                     f"{lines_before + text.count(chr(10), 0, offset) + 1}" + (f" ({what}: not a kernel table)" if what else "")
                      + f": {shown[:60]!r}")
     return notes
 

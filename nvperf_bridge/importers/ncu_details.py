@@ -25,6 +25,9 @@ from nvperf_bridge.importers.canonical import to_parsed
 from nvperf_bridge.importers.ncu_raw import column_filter
 from nvperf_bridge.importers.sniff import Sniffed
 from nvperf_bridge.importers.text import (
+    Head,
+    NeedsWholeText,
+    TableStream,
     gpu_name_in,
     parse_numbers,
     read_table,
@@ -62,10 +65,71 @@ def read(path: Path, text: str, found: Sniffed, raw_columns: frozenset[str] | No
     the set). Every launch is kept either way: identity comes from all of its rows."""
     table = table_at(text, found.start)
     raw, _ = read_table(text, table, path)
+    return _from_table(path, raw, table.header_line, gpu_name_in(text[: table.start]), raw_columns)
+
+
+# text after a streamed table read back to name it in a note (``==PROF== Disconnected ...``); more goes the
+# whole-text way
+_REST_LIMIT = 1 << 16
+
+
+def read_stream(path: Path, head: Head, found: Sniffed, raw_columns: frozenset[str] | None = None) -> Parsed | None:
+    """Read an ncu details table straight from the file (the C parser fed by ``TableStream``), never holding
+    the file's text: for a 100k-launch file the text and its bytes were twice the file in memory at once.
+    None where ``read`` must do it: ragged rows (ncu's trailing-comma layout), a header repeated under
+    the rows, carriage returns, bytes that are not UTF-8, or text after the table that could be another
+    table (a line with a comma) or is long. The result is the one ``read_parts`` gives from the whole
+    text, value for value, with the same note for the lines after the table.
+    """
+    import csv
+    import io
+    import warnings
+
+    from nvperf_bridge.importers import _unread_text_notes
+
+    if found.format != FORMAT or found.more:
+        return None
+    text = head.text
+    header_end = text.find("\n", found.start)
+    if header_end < 0:
+        return None
+    header = next(csv.reader(io.StringIO(text[found.start:header_end])), [])
+    names = [h.strip() for h in header]
+    if not names or len(set(names)) != len(names):
+        return None
+    stream = TableStream(path, head.bom + len(text[:found.start].encode("utf-8")))
+    try:
+        with warnings.catch_warnings():
+            # a row longer than the header would silently lose fields: the whole-text path repairs it
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            raw = pd.read_csv(stream, dtype=str, keep_default_na=False, na_values=[""], index_col=False,
+                              skipinitialspace=False, engine="c", encoding="utf-8", low_memory=True)
+        rest = stream.rest_text(_REST_LIMIT)
+    except (NeedsWholeText, UnicodeDecodeError, ValueError, csv.Error, pd.errors.ParserError,
+            pd.errors.ParserWarning, pd.errors.EmptyDataError):
+        return None
+    finally:
+        stream.close()
+    raw.columns = [str(c).strip() for c in raw.columns]
+    if rest is None or "," in rest or list(raw.columns) != names or raw.empty:
+        return None
+    if (raw.iloc[:, 0].astype(object) == header[0]).any():
+        return None  # the header again under the rows (runs appended to one file): the whole-text path splits them
+    header_line = text.count("\n", 0, found.start)
+    parsed = _from_table(path, raw, header_line, gpu_name_in(text[: found.start]), raw_columns)
+    # the lines after the table, named as the whole-text path names them (one line per row above them)
+    parsed.info.notes.extend(_unread_text_notes(rest, 0, [(0, 0)], lines_before=header_line + 1 + len(raw)))
+    return parsed
+
+
+def _from_table(path: Path, raw: pd.DataFrame, header_line: int, device_name: str | None,
+                raw_columns: frozenset[str] | None) -> Parsed:
+    """One canonical row per launch from the details table read as text (``header_line``: the 0-based
+    line of its header; ``device_name``: a GPU name the application printed before the table)."""
     for needed in ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"):
         if needed not in raw.columns:
-            raise InputError(f"the ncu table has no {needed!r} column", path=path, line=table.header_line + 1)
-    first_data_line = table.header_line + 2
+            raise InputError(f"the ncu table has no {needed!r} column", path=path, line=header_line + 1)
+    first_data_line = header_line + 2
     raw["_line"] = np.arange(first_data_line, first_data_line + len(raw))
     info = InputFile(path=str(path), format=FORMAT, kernels=0)
 
@@ -76,7 +140,7 @@ def read(path: Path, text: str, found: Sniffed, raw_columns: frozenset[str] | No
         info.notes.append(f"{int(is_rule.sum())} rule rows (Nsight Compute guidance) kept as rules, not metrics")
         raw = raw.loc[~is_rule]
     if raw.empty:
-        raise InputError("the ncu table holds no metric rows", path=path, line=table.header_line + 1)
+        raise InputError("the ncu table holds no metric rows", path=path, line=header_line + 1)
     bad_id = raw["ID"].isna() | raw["Kernel Name"].isna()
     if bad_id.any():
         line = int(raw.loc[bad_id, "_line"].iloc[0])
@@ -149,7 +213,6 @@ def read(path: Path, text: str, found: Sniffed, raw_columns: frozenset[str] | No
             wide[target] = tuple_product(first[column]).to_numpy()
     frame = pd.concat([ident, wide.drop(columns=[c for c in wide.columns if c in ident.columns])], axis=1)
 
-    device_name = gpu_name_in(text[: table.start])
     if device_name is not None:
         index = frame["device"].dropna().unique() if "device" in frame.columns else []
         frame["device"] = device_name

@@ -241,6 +241,21 @@ class TableStream(io.RawIOBase):
         self._out += buf[:last]
         self._tail = buf[last:]
 
+    def rest_text(self, limit: int) -> str | None:
+        """The text after the table once it is read ('' when the table ran to the end of the file), or
+        None when more than ``limit`` bytes follow it or they are not UTF-8."""
+        if not self.ended_early:
+            return ""
+        with open(self._fh.name, "rb") as fh:
+            fh.seek(self._end)
+            rest = fh.read(limit + 1)
+        if len(rest) > limit:
+            return None
+        try:
+            return rest.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
     def rest_is_blank(self, limit: int = 1 << 20) -> bool:
         """Whether only blank lines follow where the table ended (after ``ended_early``; more than
         ``limit`` bytes after it count as not blank)."""
