@@ -107,6 +107,17 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _fewer_collections() -> None:
+    """Run the cycle collector less often. A command allocates a few million objects that reference
+    counting frees; at Python's default thresholds (700, 10, 10) the collector still ran about 200
+    young and 1 to 3 full passes over everything imported (pandas, matplotlib, openpyxl): 0.08 CPU s
+    of a small JSON run, 0.25 s of a small workbook. With young passes every 10,000 allocations a full
+    pass still comes every million, so cycles left by a long run are still freed."""
+    import gc
+
+    gc.set_threshold(10_000, 10, 10)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code.
 
@@ -118,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     from nvperf_bridge.signals import handle_signals
 
     args = list(sys.argv[1:] if argv is None else argv)
+    _fewer_collections()
     debug = "--debug" in args
     command = invoked_command(args)
     install_plain_params()  # option values converted without importing pydantic (cli_params)

@@ -1158,6 +1158,28 @@ def _figures_sheet(wb: Any, figures: Sequence[Any]) -> None:
 
 # ---- workbook ------------------------------------------------------------------------------
 
+def _index_differential_styles(wb: Any) -> None:
+    """Give the workbook a conditional-format style list that finds a style by its hash. openpyxl's own
+    compares each rule's style with every stored one, twice, on saving: a quarter of the saving time of a
+    small workbook's ~200 rules (error bands, labels, banding on every sheet). Same styles, same order,
+    same ids."""
+    from openpyxl.styles.differential import DifferentialStyleList
+
+    class IndexedStyleList(DifferentialStyleList):
+        def __init__(self) -> None:
+            super().__init__()
+            self._ids: dict[Any, int] = {}
+
+        def add(self, dxf: Any) -> int:
+            found = self._ids.get(dxf)
+            if found is None:
+                found = self._ids[dxf] = super().add(dxf)
+            return found
+
+    if type(getattr(wb, "_differential_styles", None)) is DifferentialStyleList and not wb._differential_styles:
+        wb._differential_styles = IndexedStyleList()
+
+
 def render_workbook(analysis: Analysis, figures: Sequence[Any] | None = None,
                     progress: Callable[[str], None] | None = None) -> bytes:
     """The review workbook as .xlsx bytes; ``figures`` are ``figures.ReportFigure`` PNGs to embed."""
@@ -1167,6 +1189,7 @@ def render_workbook(analysis: Analysis, figures: Sequence[Any] | None = None,
     large = len(analysis.kernels) > LARGE_INPUT
     order = _order(analysis)
     wb = Workbook(write_only=True)
+    _index_differential_styles(wb)
     wb.properties.creator = f"nvperf-bridge {analysis.tool_version}"
     wb.properties.title = f"nvperf-bridge review: {analysis.gpu.name}"
     tables: list[tuple[Any, RawBlock]] = []
