@@ -26,10 +26,9 @@ from nvperf_bridge.importers.ncu_raw import column_filter
 from nvperf_bridge.importers.sniff import Sniffed
 from nvperf_bridge.importers.text import (
     Head,
-    NeedsWholeText,
-    TableStream,
     gpu_name_in,
     parse_numbers,
+    read_streamed_table,
     read_table,
     table_at,
     tuple_product,
@@ -81,42 +80,20 @@ def read_stream(path: Path, head: Head, found: Sniffed, raw_columns: frozenset[s
     table (a line with a comma) or is long. The result is the one ``read_parts`` gives from the whole
     text, value for value, with the same note for the lines after the table.
     """
-    import csv
-    import io
-    import warnings
-
     from nvperf_bridge.importers import _unread_text_notes
 
     if found.format != FORMAT or found.more:
         return None
-    text = head.text
-    header_end = text.find("\n", found.start)
-    if header_end < 0:
+    read = read_streamed_table(path, head, found.start, rest_limit=_REST_LIMIT, dtype=str, low_memory=True)
+    if read is None:
         return None
-    header = next(csv.reader(io.StringIO(text[found.start:header_end])), [])
-    names = [h.strip() for h in header]
-    if not names or len(set(names)) != len(names):
-        return None
-    stream = TableStream(path, head.bom + len(text[:found.start].encode("utf-8")))
-    try:
-        with warnings.catch_warnings():
-            # a row longer than the header would silently lose fields: the whole-text path repairs it
-            warnings.simplefilter("error", pd.errors.ParserWarning)
-            raw = pd.read_csv(stream, dtype=str, keep_default_na=False, na_values=[""], index_col=False,
-                              skipinitialspace=False, engine="c", encoding="utf-8", low_memory=True)
-        rest = stream.rest_text(_REST_LIMIT)
-    except (NeedsWholeText, UnicodeDecodeError, ValueError, csv.Error, pd.errors.ParserError,
-            pd.errors.ParserWarning, pd.errors.EmptyDataError):
-        return None
-    finally:
-        stream.close()
-    raw.columns = [str(c).strip() for c in raw.columns]
-    if rest is None or "," in rest or list(raw.columns) != names or raw.empty:
+    raw, header, rest = read
+    if rest is None or "," in rest or raw.empty:
         return None
     if (raw.iloc[:, 0].astype(object) == header[0]).any():
         return None  # the header again under the rows (runs appended to one file): the whole-text path splits them
-    header_line = text.count("\n", 0, found.start)
-    parsed = _from_table(path, raw, header_line, gpu_name_in(text[: found.start]), raw_columns)
+    header_line = head.text.count("\n", 0, found.start)
+    parsed = _from_table(path, raw, header_line, gpu_name_in(head.text[: found.start]), raw_columns)
     # the lines after the table, named as the whole-text path names them (one line per row above them)
     parsed.info.notes.extend(_unread_text_notes(rest, 0, [(0, 0)], lines_before=header_line + 1 + len(raw)))
     return parsed

@@ -27,10 +27,9 @@ from nvperf_bridge.importers.canonical import to_parsed
 from nvperf_bridge.importers.sniff import Sniffed
 from nvperf_bridge.importers.text import (
     Head,
-    NeedsWholeText,
-    TableStream,
     has_units_row,
     parse_numbers,
+    read_streamed_table,
     read_table,
     strip_device_index,
     table_at,
@@ -73,43 +72,24 @@ def read_stream(path: Path, head: Head, found: Sniffed) -> Parsed | None:
     """
     import csv
     import io
-    import warnings
 
     if found.format != "nvprof-trace":
         return None
     text = head.text
-    header_end = text.find("\n", found.start)
-    if header_end < 0:
-        return None
-    header = next(csv.reader(io.StringIO(text[found.start:header_end])), [])
-    names = [h.strip() for h in header]
-    if not names or len(set(names)) != len(names):
-        return None
     units: list[str] | None = None
     if has_units_row(text, found.start):
+        header_end = text.find("\n", found.start)
         units_end = text.find("\n", header_end + 1)
         if units_end < 0:
             return None
         units = next(csv.reader(io.StringIO(text[header_end + 1:units_end])), [])
-    start = head.bom + len(text[:found.start].encode("utf-8"))
-    stream = TableStream(path, start)
-    try:
-        with warnings.catch_warnings():
-            # a first row longer than the header would silently lose fields: the whole-text path repairs it
-            warnings.simplefilter("error", pd.errors.ParserWarning)
-            raw = pd.read_csv(stream, dtype={c: str for c in _TEXT_COLUMNS}, keep_default_na=False, na_values=[""],
-                              index_col=False, skiprows=[1] if units is not None else None, skipinitialspace=False,
-                              engine="c", encoding="utf-8", low_memory=False)
-        if stream.ended_early and not stream.rest_is_blank():
-            return None  # more after the table: the whole-text path reads it or names it in a note
-    except (NeedsWholeText, UnicodeDecodeError, ValueError, csv.Error, pd.errors.ParserError,
-            pd.errors.ParserWarning, pd.errors.EmptyDataError):
+    read = read_streamed_table(path, head, found.start, dtype={c: str for c in _TEXT_COLUMNS},
+                               skiprows=[1] if units is not None else None, low_memory=False)
+    if read is None:
         return None
-    finally:
-        stream.close()
-    raw.columns = [str(c).strip() for c in raw.columns]
-    if list(raw.columns) != names or raw.empty:
-        return None
+    raw, header, rest = read
+    if rest is None or rest.strip() or raw.empty:
+        return None  # more after the table: the whole-text path reads it or names it in a note
     first = raw.iloc[:, 0]
     if first.dtype.kind not in "fiub":  # object or text: a header line may sit among the rows
         if (first.astype(object) == header[0]).any():

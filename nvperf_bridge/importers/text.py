@@ -14,6 +14,7 @@ import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -256,16 +257,6 @@ class TableStream(io.RawIOBase):
         except UnicodeDecodeError:
             return None
 
-    def rest_is_blank(self, limit: int = 1 << 20) -> bool:
-        """Whether only blank lines follow where the table ended (after ``ended_early``; more than
-        ``limit`` bytes after it count as not blank)."""
-        if not self.ended_early:
-            return True
-        with open(self._fh.name, "rb") as fh:
-            fh.seek(self._end)
-            rest = fh.read(limit + 1)
-        return len(rest) <= limit and not rest.strip()
-
     def readinto(self, b) -> int:  # type: ignore[override]
         want = len(b)
         while len(self._out) < want and not self._done:
@@ -274,6 +265,44 @@ class TableStream(io.RawIOBase):
         b[:n] = self._out[:n]
         del self._out[:n]
         return n
+
+
+def read_streamed_table(path: Path, head: Head, start: int, *, rest_limit: int = 1 << 20,
+                        **read_csv: Any) -> tuple[pd.DataFrame, list[str], str | None] | None:
+    """The table whose header line starts at character ``start`` of ``head.text``, read by pandas' C
+    parser straight from the file (``TableStream``; ``read_csv``: the parser's dtype, skiprows and memory
+    options): the frame (column names stripped), the header's fields as written, and the text after the
+    table (``TableStream.rest_text``, None when longer than ``rest_limit``). None where the stream cannot
+    read it as the whole-text path would: no header line in the head, duplicate column names, carriage
+    returns, bytes that are not UTF-8, a row longer than the header, or a parser error."""
+    import csv
+    import warnings
+
+    text = head.text
+    header_end = text.find("\n", start)
+    if header_end < 0:
+        return None
+    header = next(csv.reader(io.StringIO(text[start:header_end])), [])
+    names = [h.strip() for h in header]
+    if not names or len(set(names)) != len(names):
+        return None
+    stream = TableStream(path, head.bom + len(text[:start].encode("utf-8")))
+    try:
+        with warnings.catch_warnings():
+            # a row longer than the header would silently lose fields: the whole-text path repairs it
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            frame = pd.read_csv(stream, keep_default_na=False, na_values=[""], index_col=False,
+                                skipinitialspace=False, engine="c", encoding="utf-8", **read_csv)
+        rest = stream.rest_text(rest_limit)
+    except (NeedsWholeText, UnicodeDecodeError, ValueError, csv.Error, pd.errors.ParserError,
+            pd.errors.ParserWarning, pd.errors.EmptyDataError):
+        return None
+    finally:
+        stream.close()
+    frame.columns = [str(c).strip() for c in frame.columns]
+    if list(frame.columns) != names:
+        return None
+    return frame, header, rest
 
 
 # ---- a file cut off while it was written ----------------------------------------
