@@ -9,7 +9,8 @@ Usage (from the repository root)::
 The constants of the ``recommended`` model (plugins/recommended.py) are fitted with
 ``calibrate``'s fitter (bounded least squares on log(predicted/measured), soft_l1 loss)
 starting from the model's NEUTRAL values, never from the shipped ones, on every timed
-kernel of ``../shared/realdata/magus-corpus`` (all but ``HELD_AT_PEAK``, which stay 1).
+kernel of ``../shared/realdata/magus-corpus`` (all but ``HELD``, which stay 1), every
+application weighted equally (the model's ``fit_settings``).
 Its accuracy is the 5-fold cross-validation grouped by application (every kernel of one
 metrics+trace pair in the same fold; the fit inside each fold starts from NEUTRAL too),
 repeated over 3 fold seeds (``--seeds N`` for more); ``--loao`` adds leave-one-application-out
@@ -54,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from nvperf_bridge.accuracy import accuracy_stats
     from nvperf_bridge.analysis import choose_gpu
-    from nvperf_bridge.builtin_plugins.recommended import BOUND_TERMS, HELD_AT_PEAK, MODEL, NEUTRAL
+    from nvperf_bridge.builtin_plugins.recommended import BOUND_TERMS, HELD, HELD_REASON, MODEL, NEUTRAL
     from nvperf_bridge.calibration import (
         CalibrationSettings,
         application_groups,
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         if seed > 0:
             from nvperf_bridge.calibration import cross_validate
 
-            specs = tuple(c for c in MODEL.constants if c.name in settings.only[MODEL.id])  # HELD_AT_PEAK stay 1
+            specs = tuple(c for c in MODEL.constants if c.name in settings.only[MODEL.id])  # HELD stay 1
             cv = cross_validate(MODEL, kernels, start, specs, dict(NEUTRAL), settings, {}, groups)
         else:
             cv = outcome.cv
@@ -114,8 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         "label": "recommended estimate (beyond the papers)",
         "constants": {name: float(f"{value:.6g}") for name, value in values.items()},
         "constants_fitted": [c.name for c in outcome.fitted],
-        "constants_not_fitted": {c.name: ("held at 1: the bound is the hardware's peak (issue rate, datasheet DRAM "
-                                          "bandwidth), not fitted" if c.name in HELD_AT_PEAK else c.reason)
+        "constants_not_fitted": {c.name: HELD_REASON[c.name] if c.name in HELD else c.reason
                                  for c in outcome.unfitted},
         "fitted_for": {"gpus": "GeForce GTX 1080 Ti", "compute_capabilities": sorted({str(gpu.compute_capability)})},
         "leans_on": {"terms": list(BOUND_TERMS), "share_of_kernels_dominated_by": leans,
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             "files": [f.name for f in files],
             "corpus": "leimingyu/magus 09_case_study/SimPerf/{metrics,traces}, commit " + corpus_commit(args.corpus / "README.md"),
             "fitter": "nvperf_bridge.calibration (scipy least_squares trf, soft_l1, f_scale 0.5, log residuals, "
-                      "kernel groups weighted equally), from plugins/recommended.py NEUTRAL",
+                      "applications weighted equally), from plugins/recommended.py NEUTRAL",
             "command": "python benchmarks/fit_recommended.py",
             "date": calibration_date(),
         },

@@ -5,6 +5,7 @@ Usage (from the repository root)::
     python benchmarks/recommended_candidates.py                 # every candidate, 6 fold seeds + LOAO + amaris
     python benchmarks/recommended_candidates.py --only memsec   # one candidate (and the shipped form, paired)
     python benchmarks/recommended_candidates.py --list
+    python benchmarks/recommended_candidates.py --nested model2.1,kernelweights,shipped --seeds 3 --no-amaris
 
 Each candidate is the shipped form (plugins/recommended.py) with one change: a term added to
 the soft maximum, a bound held at its hardware peak, another weighting of the fit, or another
@@ -13,7 +14,8 @@ way of blending with Transit. Every candidate and the shipped form are fitted th
 bounded least squares on log(predicted/measured), soft_l1, f_scale 0.5, from NEUTRAL), but on
 the term table computed once (``recommended.term_table``) instead of through ``evaluate``, so a
 candidate takes about a minute instead of ten. On the shipped form the figures equal
-fit_recommended.py's (19.7% / 84.4% on fold seeds 0-2 for model 2.1).
+fit_recommended.py's (16.7% / 84.4% on fold seeds 0-2 for model 2.2; 19.7% / 84.4% for model 2.1,
+the ``model2.1`` candidate here).
 
 Printed per candidate: median APE / within 2x held out (5-fold grouped by application on
 ../shared/realdata/magus-corpus) as the mean of fold seeds 0-2, the kernels within 2x per seed
@@ -21,6 +23,11 @@ Printed per candidate: median APE / within 2x held out (5-fold grouped by applic
 whole corpus) on the five Kepler/Maxwell GPUs of ../shared/realdata/amaris-kepler-maxwell
 (within 2x counts a kernel without a prediction as outside). The results of the last run are in
 docs/calibration.md ("Candidates screened after model 2.1").
+
+``--nested A,B,...`` scores a choice instead of a form: in each outer fold the candidates are
+cross-validated on the training applications only (inner 5-fold, grouped by application), the
+best (most kernels within 2x, then the lower median) is fitted on them and predicts the held-out
+applications; the figure is what choosing among A, B, ... is worth on applications never seen.
 """
 
 from __future__ import annotations
@@ -49,10 +56,14 @@ class Candidate:
     description: str
     extra_terms: dict[str, tuple[TermsFn, float, tuple[float, float]]] = field(default_factory=dict)  # name -> (T in ns, start k, bounds)
     held: tuple[str, ...] = ()            # further constants held at their start value (1 = the hardware peak)
-    weights: str = "kernel"              # "kernel": 1/sqrt(rows of the same kernel name), as shipped; "app^a": rows of the application ^ -a
+    fitted: tuple[str, ...] = ()          # constants the shipped fit holds (recommended.HELD) that this one fits
+    weights: str = ""                    # "": as shipped (fit_settings' weight_by); "kernel": 1/sqrt(rows of the same kernel name); "app^a": rows of the application ^ -a
     transform: Callable[[pd.DataFrame, dict[str, float]], pd.DataFrame] | None = None  # changes the term table per trial
     extra_constants: dict[str, tuple[float, tuple[float, float]]] = field(default_factory=dict)  # for ``transform``
     overhead_outside_blend: bool = False
+    settings: dict[str, Any] = field(default_factory=dict)  # CalibrationSettings fields other than the shipped fit's (loss, f_scale)
+    start: dict[str, float] = field(default_factory=dict)  # start values other than NEUTRAL (with ``held``: the value held)
+    prior: float = 0.0  # weight of one residual log(value / start) per fitted constant (0: no prior)
 
 
 def _per_warp_per_wave(kernels: pd.DataFrame, gpu: Any, count: pd.Series) -> pd.Series:
@@ -112,7 +123,22 @@ def _transit_compute_factor(terms: pd.DataFrame, values: dict[str, float]) -> pd
 
 
 CANDIDATES = [
-    Candidate("shipped", "model 2.1 as shipped"),
+    Candidate("shipped", "model 2.2 as shipped"),
+    # the fit: what model 2.2 changed from 2.1, one at a time and together
+    Candidate("model2.1", "model 2.1: k_transit fitted, fit weights 1/sqrt(rows of the kernel function)",
+              fitted=("k_transit",), weights="kernel"),
+    Candidate("fitktransit", "k_transit fitted (Transit scaled inside the blend)", fitted=("k_transit",)),
+    Candidate("kernelweights", "fit weights 1/sqrt(rows of the kernel function), as in model 2.1", weights="kernel"),
+    Candidate("appw0.25", "fit weights (kernels of the application)^-1/4", weights="app^0.25"),
+    Candidate("pmax", "soft maximum held at p = 20 (the largest bound wins, as in a roofline)", held=("p",),
+              start={"p": 20.0}),
+    Candidate("prior1", "a pull of every fitted constant toward its start value (NEUTRAL): weight 1 per log unit",
+              prior=1.0),
+    Candidate("cauchy0.5", "fit loss cauchy, f_scale 0.5 (kernels far outside 2x pull less than with soft_l1)",
+              settings={"loss": "cauchy"}),
+    Candidate("arctan0.5", "fit loss arctan, f_scale 0.5 (a residual's pull is capped)", settings={"loss": "arctan"}),
+    Candidate("softl1_0.25", "fit loss soft_l1, f_scale 0.25", settings={"f_scale": 0.25}),
+    # terms and bounds
     Candidate("shlat", "shared-memory latency: shared requests per warp per wave x k cycles",
               {"shlat": (shared_latency, 30.0, (1e-3, 1e4))}),
     Candidate("memsec", "uncoalescing delay: global sectors per warp per wave x k cycles",
@@ -130,8 +156,6 @@ CANDIDATES = [
     Candidate("transitcompute", "own factor on Transit's compute-bound predictions", transform=_transit_compute_factor,
               extra_constants={"k_transit_compute": (1.0, (1e-3, 1e3))}),
     Candidate("outside", "launch overhead added after the Transit blend (not blended)", overhead_outside_blend=True),
-    Candidate("appw0.5", "fit weights 1/sqrt(kernels of the application)", weights="app^0.5"),
-    Candidate("appw0.25", "fit weights (kernels of the application)^-1/4", weights="app^0.25"),
 ]
 
 
@@ -150,10 +174,13 @@ def _terms(candidate: Candidate, kernels: pd.DataFrame, gpu: Any) -> pd.DataFram
 
 
 class _TermEvaluator:
-    """calibration's evaluator protocol (``log_predictions``) over a precomputed term table."""
+    """calibration's evaluator protocol (``log_predictions``) over a precomputed term table.
 
-    def __init__(self, candidate: Candidate, terms: pd.DataFrame) -> None:
-        self.candidate, self.terms = candidate, terms
+    With ``prior`` (names of the fitted constants), ``log_predictions`` appends log(value) of each
+    after the kernels' rows: the fit compares them with log(start), a pull toward the start values."""
+
+    def __init__(self, candidate: Candidate, terms: pd.DataFrame, prior: tuple[str, ...] = ()) -> None:
+        self.candidate, self.terms, self.prior = candidate, terms, prior
 
     def predict(self, values: dict[str, float]) -> np.ndarray:
         from nvperf_bridge.builtin_plugins.recommended import BOUND_TERMS, combine
@@ -167,14 +194,25 @@ class _TermEvaluator:
 
     def log_predictions(self, values: dict[str, float]) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.log(self.predict(values))
+            logs = np.log(self.predict(values))
+        if not self.prior:
+            return logs
+        return np.concatenate([logs, [_prior_log(name, values[name]) for name in self.prior]])
+
+
+def _prior_log(name: str, value: float) -> float:
+    """The scale a prior compares on: log for every constant, log(w / (1 - w)) for the blend weight."""
+    if name == "w_transit":
+        value = min(max(value, 1e-6), 1 - 1e-6)
+        return float(np.log(value / (1.0 - value)))
+    return float(np.log(max(value, 1e-300)))
 
 
 def _specs(candidate: Candidate) -> tuple[list[Any], dict[str, float]]:
-    from nvperf_bridge.builtin_plugins.recommended import _SPECS, HELD_AT_PEAK, NEUTRAL
+    from nvperf_bridge.builtin_plugins.recommended import _SPECS, HELD, NEUTRAL
     from nvperf_bridge.model import ConstantSpec
 
-    start = dict(NEUTRAL)
+    start = {**NEUTRAL, **candidate.start}
     specs = [ConstantSpec(name, NEUTRAL[name], unit, bounds, meaning, "neutral") for name, unit, bounds, meaning in _SPECS]
     for name, (_, k0, bounds) in candidate.extra_terms.items():
         start[f"k_{name}"] = k0
@@ -182,15 +220,16 @@ def _specs(candidate: Candidate) -> tuple[list[Any], dict[str, float]]:
     for name, (v0, bounds) in candidate.extra_constants.items():
         start[name] = v0
         specs.append(ConstantSpec(name, v0, "x", bounds, name, "neutral"))
-    held = set(HELD_AT_PEAK) | set(candidate.held)
+    held = (set(HELD) - set(candidate.fitted)) | set(candidate.held)
     return [spec for spec in specs if spec.name not in held], start
 
 
 def _weights(candidate: Candidate, kernels: pd.DataFrame) -> np.ndarray:
-    from nvperf_bridge.calibration import application_groups, group_weights, kernel_groups
+    from nvperf_bridge.builtin_plugins.recommended import MODEL
+    from nvperf_bridge.calibration import application_groups, fit_weights
 
-    if candidate.weights == "kernel":
-        return group_weights(kernel_groups(kernels))
+    if candidate.weights in ("", "kernel"):
+        return fit_weights(kernels, candidate.weights or MODEL.fit_settings.get("weight_by", "kernel"))
     power = float(candidate.weights.split("^")[1])
     apps = application_groups(kernels)
     return apps.map(apps.value_counts()).to_numpy(dtype="float64") ** -power
@@ -200,13 +239,20 @@ def _fit(candidate: Candidate, terms: pd.DataFrame, kernels: pd.DataFrame, seed:
     from nvperf_bridge.builtin_plugins.recommended import MODEL
     from nvperf_bridge.calibration import CalibrationSettings, fit_constants, kernel_groups, measured_ns, select_constants
 
-    settings = CalibrationSettings(folds=5, seed=seed, **{k: v for k, v in MODEL.fit_settings.items() if k != "only"})
+    fit_settings = {**{k: v for k, v in MODEL.fit_settings.items() if k != "only"}, **candidate.settings}
+    settings = CalibrationSettings(folds=5, seed=seed, **fit_settings)
     specs, start = _specs(candidate)
     evaluator = _TermEvaluator(candidate, terms)
     weights = _weights(candidate, kernels)
     names, _ = select_constants(evaluator, specs, start, weights, kernel_groups(kernels).nunique(), settings)
     chosen = [spec for spec in specs if spec.name in names]
-    return {**start, **fit_constants(evaluator, chosen, start, measured_ns(kernels).to_numpy(), weights, settings)}
+    measured = measured_ns(kernels).to_numpy()
+    if candidate.prior > 0:
+        prior = tuple(spec.name for spec in chosen)
+        evaluator = _TermEvaluator(candidate, terms, prior)
+        measured = np.concatenate([measured, [np.exp(_prior_log(name, start[name])) for name in prior]])
+        weights = np.concatenate([weights, np.full(len(prior), candidate.prior)])
+    return {**start, **fit_constants(evaluator, chosen, start, measured, weights, settings)}
 
 
 def _held_out(candidate: Candidate, terms: pd.DataFrame, kernels: pd.DataFrame, folds: int, seed: int) -> np.ndarray:
@@ -225,6 +271,37 @@ def _figures(predicted: np.ndarray, measured: np.ndarray) -> tuple[float, float,
     ratio = predicted / measured
     inside = (ratio >= 0.5) & (ratio <= 2.0)
     return float(np.nanmedian(np.abs(ratio - 1.0))), float(inside.mean()), int(inside.sum())
+
+
+def _score(predicted: np.ndarray, measured: np.ndarray) -> tuple[int, float]:
+    """What the nested selection maximises: kernels within 2x, then the lower median APE."""
+    median, _, inside = _figures(predicted, measured)
+    return inside, -median
+
+
+def nested_held_out(candidates: list[Candidate], terms: dict[str, pd.DataFrame], kernels: pd.DataFrame,
+                    folds: int, seed: int, inner_folds: int = 5) -> tuple[np.ndarray, list[str]]:
+    """Held-out predictions of the procedure "choose among ``candidates`` by grouped CV, then fit":
+    in each outer fold, every candidate is cross-validated on the training applications only
+    (``inner_folds`` folds grouped by application, the same seed), the best (most kernels within
+    2x, then the lower median APE) is fitted on all training applications and predicts the
+    held-out ones. Returns the predictions and the candidate chosen in each outer fold."""
+    from nvperf_bridge.calibration import application_groups, group_folds, measured_ns
+
+    plan = group_folds(application_groups(kernels), folds, seed, unit="application")
+    held = np.full(len(kernels), np.nan)
+    chosen: list[str] = []
+    for fold in range(plan.folds):
+        train = plan.fold_of_row != fold
+        inner_kernels = kernels[train]
+        measured = measured_ns(inner_kernels).to_numpy()
+        scores = {c.name: _score(_held_out(c, terms[c.name][train], inner_kernels, inner_folds, seed), measured)
+                  for c in candidates}
+        best = max(candidates, key=lambda c: scores[c.name])  # ties: the first listed (the simpler form)
+        chosen.append(best.name)
+        values = _fit(best, terms[best.name][train], inner_kernels, seed)
+        held[~train] = _TermEvaluator(best, terms[best.name][~train]).predict(values)
+    return held, chosen
 
 
 def screen(candidate: Candidate, kernels: pd.DataFrame, gpu: Any, seeds: int, loao: bool,
@@ -259,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=6, help="fold seeds (default 6)")
     parser.add_argument("--no-loao", action="store_true", help="skip leave-one-application-out")
     parser.add_argument("--no-amaris", action="store_true", help="skip the Kepler/Maxwell stock check")
+    parser.add_argument("--nested", help="comma-separated candidates: score the procedure that chooses among them by "
+                        "grouped CV inside each training fold (nested CV), fold seeds 0..--seeds-1")
+    parser.add_argument("--no-shipped", action="store_true", help="with --only: leave the shipped form out")
     parser.add_argument("--list", action="store_true", help="list the candidates and exit")
     args = parser.parse_args(argv)
     if args.list:
@@ -271,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     from nvperf_bridge.discovery import read_inputs
 
     known = {c.name for c in CANDIDATES}
-    unknown = sorted(set(args.only or ()) - known)
+    unknown = sorted((set(args.only or ()) | set((args.nested or "").split(",")) - {""}) - known)
     if unknown:
         parser.error(f"no candidate {unknown[0]!r}; --list shows them")
     corpus = REALDATA / "magus-corpus"
@@ -290,8 +370,19 @@ def main(argv: list[str] | None = None) -> int:
             part = rows[rows["device"].astype(str) == device]
             amaris.append((device, part, choose_gpu(part, None)[0]))
         print("amaris stock: median APE / within 2x on " + ", ".join(d for d, _, _ in amaris), flush=True)
+    if args.nested:
+        by_name = {c.name: c for c in CANDIDATES}
+        pool = [by_name[name] for name in args.nested.split(",")]
+        terms = {c.name: _terms(c, kernels, gpu) for c in pool}
+        measured = measured_ns(kernels).to_numpy()
+        for seed in range(args.seeds):
+            held, chosen = nested_held_out(pool, terms, kernels, 5, seed)
+            median, within, inside = _figures(held, measured)
+            print(f"nested seed {seed}: {median:.1%} / {within:.1%} ({inside} within 2x); chosen per fold: "
+                  + " ".join(chosen), flush=True)
+        return 0
     for candidate in CANDIDATES:
-        if args.only and candidate.name != "shipped" and candidate.name not in args.only:
+        if args.only and candidate.name not in args.only and (candidate.name != "shipped" or args.no_shipped):
             continue
         print(screen(candidate, kernels, gpu, args.seeds, not args.no_loao, amaris), flush=True)
     return 0

@@ -88,6 +88,10 @@ class CalibrationSettings:
     # luo-suda and transit
     loss: str = "soft_l1"
     f_scale: float = 0.7  # residual (log scale) where a robust loss starts to damp: about a factor of 2
+    # How the fit weighs the kernels: "kernel" gives every kernel function the same total weight (1/sqrt of its
+    # rows), "application" every application (1/sqrt of the application's rows, ``application_groups``), so an
+    # application with twelve kernels does not pull the shared constants twelve times as hard as one with one
+    weight_by: str = "kernel"
     only: Mapping[str, Sequence[str]] = field(default_factory=dict)  # model id -> the constants to consider
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # model id -> evaluate options
 
@@ -245,6 +249,16 @@ def group_weights(groups: pd.Series) -> np.ndarray:
     """1/sqrt(rows in the group): every group contributes the same sum of squared weights."""
     sizes = groups.map(groups.value_counts())
     return 1.0 / np.sqrt(sizes.to_numpy(dtype="float64"))
+
+
+def fit_weights(kernels: pd.DataFrame, weight_by: str = "kernel") -> np.ndarray:
+    """Each row's weight in a fit: ``group_weights`` over the kernel functions ("kernel") or over
+    the applications ("application", ``application_groups``)."""
+    if weight_by == "kernel":
+        return group_weights(kernel_groups(kernels))
+    if weight_by == "application":
+        return group_weights(application_groups(kernels))
+    raise ValueError(f"weight_by must be 'kernel' or 'application', not {weight_by!r}")
 
 
 def group_folds(groups: Sequence[str] | pd.Series, folds: int, seed: int, unit: str = "kernel group") -> FoldPlan:
@@ -527,7 +541,7 @@ def _fit_on(
 ) -> tuple[dict[str, float], list[UnfittedConstant]]:
     """Choose and fit constants on ``kernels`` (all measured and predicted)."""
     groups = kernel_groups(kernels)
-    weights = group_weights(groups)
+    weights = fit_weights(kernels, settings.weight_by)
     evaluator = _Evaluator(model, kernels, gpu, options)
     names, unfitted = select_constants(evaluator, specs, start, weights, groups.nunique(), settings)
     chosen = [spec for spec in specs if spec.name in names]

@@ -44,11 +44,17 @@ once on magus-corpus (43 applications on a GTX 1080 Ti, application-grouped
 cross-validation; ``benchmarks/fit_recommended.py``), shipped as their defaults with that
 provenance, and refitted for any GPU with ``nvperf-bridge calibrate --model recommended``
 (also ``--per-kernel``). No constant is tuned to an application: all are shared by every kernel.
-Two of them are not fitted in the shipped estimate (``HELD_AT_PEAK``): ``k_issue`` and ``k_dram``
-stay 1, so the issue and DRAM bounds are the hardware's own peaks (4 instructions per SM per
-cycle, the datasheet bandwidth). Fitting them let kernels limited by latency pull those bounds
-above the peak (k_dram 1.23, k_issue 1.22 in model 2.0), and held-out accuracy was worse for it
-(docs/calibration.md, "The recommended estimate").
+Three of them are not fitted in the shipped estimate (``HELD``): ``k_issue`` and ``k_dram``
+stay 1 (``HELD_AT_PEAK``), so the issue and DRAM bounds are the hardware's own peaks (4
+instructions per SM per cycle, the datasheet bandwidth), and ``k_transit`` stays 1, so Transit
+enters the blend as its own prediction. Fitting k_issue and k_dram let kernels limited by latency
+pull those bounds above the peak (k_dram 1.23, k_issue 1.22 in model 2.0), and held-out accuracy
+was worse for it. k_transit and w_transit move the estimate together (k_transit^w is a factor on
+every blended kernel, which the bound factors and the overhead already set): fitted, k_transit
+wandered from 0.08 to 3.2 between training folds (model 2.1), and held out the estimate was
+better with it held (docs/calibration.md, "The recommended estimate"). The fit weighs every
+application equally (``weight_by="application"``: 1/sqrt of its kernels), as the held-out
+score groups them, so an application with twelve kernels does not set the shared constants.
 
 The label: the term that dominates the bound model (issue / fp64 -> compute, dram / l2 /
 shared -> memory-bandwidth, memlat / atomic -> memory-latency, latency -> parallelism
@@ -95,7 +101,7 @@ from nvperf_bridge.model import (
 )
 
 MODEL_ID = "recommended"
-MODEL_VERSION = "2.1"
+MODEL_VERSION = "2.2"
 DATA_FILE = "recommended_estimate.json"
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, cc 3.x (Kepler) to 10.x/12.x: CUDA C++ Programming Guide, "Compute Capabilities"
 SECTOR_BYTES = 32
@@ -113,8 +119,13 @@ ATOMIC_SOURCES: tuple[tuple[str, ...], ...] = (
 )
 
 # Constants the shipped fit holds at 1 (benchmarks/fit_recommended.py, and benchmarks/accuracy.py's
-# refits through ``fit_settings``): the issue and DRAM bounds at the hardware's published peaks.
+# refits through ``fit_settings``): the issue and DRAM bounds at the hardware's published peaks, and
+# Transit at its own scale in the blend (its factor and weight are one direction to the fit).
 HELD_AT_PEAK = ("k_issue", "k_dram")
+HELD = (*HELD_AT_PEAK, "k_transit")
+HELD_REASON = {"k_issue": "held at 1: the bound is the hardware's peak issue rate, not fitted",
+               "k_dram": "held at 1: the bound is the datasheet DRAM bandwidth, not fitted",
+               "k_transit": "held at 1: Transit's own prediction enters the blend, not fitted (w_transit sets its share)"}
 
 # Where the fit starts (and the defaults when the shipped data file is absent): every
 # bound at its hardware peak (k = 1), 4 cycles per dependent instruction, 400 cycles per
@@ -154,10 +165,12 @@ def _constants() -> tuple[ConstantSpec, ...]:
     values = fit.get("constants", {}) if fit.get("model_version") == MODEL_VERSION else {}
     source = (f"fitted on {fit['provenance']['data']} ({fit['provenance']['date']}); "
               f"data/{DATA_FILE}" if values else "neutral start value (no shipped fit for this model version)")
-    held = (f"held at 1, the hardware's peak (not fitted) in the fit on {fit['provenance']['data']}; data/{DATA_FILE}"
-            if values else source)
+    def held(name: str) -> str:
+        return (f"{HELD_REASON[name]}, in the fit on {fit['provenance']['data']}; data/{DATA_FILE}"
+                if values else source)
+
     return tuple(ConstantSpec(name, float(values.get(name, NEUTRAL[name])), unit, bounds, meaning,
-                              held if name in HELD_AT_PEAK else source)
+                              held(name) if name in HELD else source)
                  for name, unit, bounds, meaning in _SPECS)
 
 
@@ -368,8 +381,8 @@ class RecommendedModel:
     # How the shipped fit and its cross-validation were made (benchmarks/fit_recommended.py; benchmarks/accuracy.py
     # refits the same way inside each fold, from NEUTRAL, never from the shipped values).
     fit_start = NEUTRAL
-    fit_settings = {"loss": "soft_l1", "f_scale": 0.5, "max_nfev": 400,
-                    "only": {MODEL_ID: tuple(name for name, *_ in _SPECS if name not in HELD_AT_PEAK)}}
+    fit_settings = {"loss": "soft_l1", "f_scale": 0.5, "max_nfev": 400, "weight_by": "application",
+                    "only": {MODEL_ID: tuple(name for name, *_ in _SPECS if name not in HELD)}}
 
     def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
         result = empty_result(kernels)

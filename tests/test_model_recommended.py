@@ -95,13 +95,18 @@ def _kernel(**overrides: float) -> pd.DataFrame:
 
 
 def test_a_streaming_kernel_is_dram_bound_and_twice_the_bytes_takes_about_twice_as_long() -> None:
+    """Every byte of this kernel goes through the L2 to DRAM (256 MB both): it is memory-bandwidth bound,
+    set by the larger of the DRAM bound at the datasheet bandwidth and the L2-traffic bound, whose fitted
+    factor (above 1 since model 2.2) charges the same bytes at the bandwidth the GTX 1080 Ti sustains."""
     gpu = resolve_profile("gtx-1080-ti")
     small = MODEL.evaluate(_kernel(), gpu, {})
     big = MODEL.evaluate(_kernel(dram_bytes=512e6, global_ld_sectors=12e6, global_st_sectors=4e6,
                                  inst_executed=8e6, inst_issued=8.2e6, grid_blocks=4096.0,
                                  inst_global_ld=3.2e5, inst_global_st=1e5), gpu, {})
     assert small["error"][0] == "" and small["bottleneck"][0] == "memory-bandwidth"
-    assert small["dominant_term"][0] == "dram"
+    k_l2 = recommended.shipped_fit()["constants"]["k_l2"]
+    assert small["dominant_term"][0] == ("l2" if k_l2 > 1 else "dram")
+    assert small["T_l2_ns"][0] == pytest.approx(k_l2 * small["T_dram_ns"][0])
     # 256 MB at 484 GB/s is 529 us; the estimate stays within a factor of 2 of that bound
     assert 529e3 / 2 < small["predicted_ns"][0] < 529e3 * 2
     assert big["predicted_ns"][0] / small["predicted_ns"][0] == pytest.approx(2.0, rel=0.1)
@@ -240,3 +245,50 @@ def test_candidate_screening_predicts_the_shipped_form_exactly(realdata_dir: Pat
     own = MODEL.evaluate(kernels, gpu, {})["predicted_ns"].to_numpy()
     assert np.isfinite(own).all()
     np.testing.assert_allclose(screened, own, rtol=1e-12)
+
+
+def test_the_fit_weighs_every_application_equally(realdata_dir: Path) -> None:
+    """magus-corpus' convolutionFFT2D has twelve timed kernels, vectorAdd one: in the recommended
+    estimate's fit each application carries the same total weight (sum of squared row weights 1),
+    so the twelve FFT kernels do not set the shared constants; the kernel-function weighting
+    (``weight_by="kernel"``) gives the FFT application twelve times vectorAdd's."""
+    from nvperf_bridge.calibration import application_groups, fit_weights, measured_ns
+    from nvperf_bridge.discovery import read_inputs
+
+    corpus = realdata_dir / "magus-corpus"
+    files = [corpus / f"{kind}_cudasdk_{app}.csv" for app in ("convolutionFFT2D", "vectorAdd")
+             for kind in ("metrics", "traces")]
+    kernels = read_inputs(files, jobs=1).kernels
+    kernels = kernels[measured_ns(kernels).notna()]
+    apps = application_groups(kernels)
+    assert (apps == "cudasdk_convolutionFFT2D").sum() >= 10 and (apps == "cudasdk_vectorAdd").sum() == 1
+    assert MODEL.fit_settings["weight_by"] == "application"
+    by_app = pd.Series(fit_weights(kernels, MODEL.fit_settings["weight_by"]) ** 2, index=kernels.index).groupby(apps).sum()
+    assert by_app.to_numpy() == pytest.approx([1.0, 1.0])
+    by_kernel = pd.Series(fit_weights(kernels, "kernel") ** 2, index=kernels.index).groupby(apps).sum()
+    assert by_kernel["cudasdk_convolutionFFT2D"] >= 10 * by_kernel["cudasdk_vectorAdd"]
+    with pytest.raises(ValueError, match="weight_by"):
+        fit_weights(kernels, "launch")
+
+
+def test_transit_enters_the_blend_as_its_own_prediction(realdata_dir: Path) -> None:
+    """k_transit is held at 1 (not fitted): on a real application the Transit term of the estimate
+    is exactly what the Transit model itself predicts, and the estimate is B^(1-w) x Transit^w."""
+    from nvperf_bridge.builtin_plugins.transit import MODEL as TRANSIT
+    from nvperf_bridge.discovery import read_inputs
+
+    fit = recommended.shipped_fit()
+    assert fit["constants"]["k_transit"] == 1.0 and "k_transit" in fit["constants_not_fitted"]
+    assert "k_transit" not in MODEL.fit_settings["only"][MODEL.id]
+    corpus = realdata_dir / "magus-corpus"
+    kernels = read_inputs([corpus / "metrics_cudasdk_transpose.csv", corpus / "traces_cudasdk_transpose.csv"],
+                          jobs=1).kernels
+    gpu = resolve_profile("gtx-1080-ti")
+    ours = MODEL.evaluate(kernels, gpu, {})
+    transit = TRANSIT.evaluate(kernels, gpu, {})["predicted_ns"]
+    assert transit.notna().all()
+    np.testing.assert_allclose(ours["T_transit_ns"], transit, rtol=1e-12)
+    w = fit["constants"]["w_transit"]
+    bound = fit["constants"]["overhead_ns"] + ours[[f"T_{name}_ns" for name in recommended.BOUND_TERMS]].pow(
+        fit["constants"]["p"]).sum(axis=1) ** (1.0 / fit["constants"]["p"])
+    np.testing.assert_allclose(ours["predicted_ns"], bound ** (1 - w) * transit ** w, rtol=1e-9)
