@@ -61,6 +61,11 @@ def _check_layout(fig) -> None:
         for other, other_extent in ticks + framed:
             if other_extent is not extent:
                 assert not extent.overlaps(other_extent), f"{name!r} covers {other!r}"
+    for ax in axes:  # labels on the data (the Transit equilibrium, the roofline's groups) stay in their axes
+        for text in ax.texts:
+            extent = text.get_window_extent(renderer)
+            assert ax.bbox.x0 - 1 <= extent.x0 and extent.x1 <= ax.bbox.x1 + 1, f"{text.get_text()!r} leaves its axes"
+            assert ax.bbox.y0 - 1 <= extent.y0 and extent.y1 <= ax.bbox.y1 + 1, f"{text.get_text()!r} leaves its axes"
 
 
 def test_text_inches_measures_like_the_drawn_text() -> None:
@@ -108,3 +113,22 @@ def test_real_report_figures_fit(realdata_dir: Path) -> None:
     assert keys == ["measured-vs-predicted", "transit", "roofline"]
     for fig in (accuracy_figure(analysis), transit_report_figure(analysis), review_roofline_figure(analysis)):
         _check_layout(fig)
+
+
+def test_real_transit_panels_keep_their_labels_inside(realdata_dir: Path) -> None:
+    """Each kernel of a real ncu details file as ``plot transit`` draws it (one panel, legend inside):
+    the equilibrium's label is placed on the side with room (cuda_compute_flux's is near the right edge)."""
+    from nvperf_bridge.analysis import analyze_files
+    from nvperf_bridge.reports.figures import transit_curves_for, transit_figure
+
+    path = realdata_dir / "optimal_unified_memory" / "optimal_unified_memory__cfd__nsight_cfd_097K.log"
+    analysis = analyze_files([path], model_ids=["transit"])
+    result = analysis.runs["transit"].result
+    names = analysis.kernels["kernel"] if "kernel" in analysis.kernels.columns else analysis.kernels["kernel_name"]
+    drawn = 0
+    for _, rows in result.groupby(names.to_numpy()):
+        curves = transit_curves_for(analysis, rows.index[0])
+        if curves is not None:
+            _check_layout(transit_figure([curves], columns=1, panel_size=(7.0, 5.0), suptitle="Transit figure"))
+            drawn += 1
+    assert drawn >= 2

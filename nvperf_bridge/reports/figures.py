@@ -211,14 +211,21 @@ def _draw_transit(ax: Any, panel: TransitCurves, legend: bool = True) -> None:
     ax.plot(panel.k, panel.g, color="#d62728", linewidth=2.0, label="g(x), x = n - k: compute demand")
     ax.plot([panel.k_eq], [panel.throughput_eq], marker="o", markersize=8, color="black", zorder=5,
             label="equilibrium f(k) = g(x)")
+    # the label on the side of the point with more room, so it stays inside the axes (the layout is fixed)
+    right = panel.k_eq <= 0.5 * max(float(panel.n), 1.0)
+    high = panel.throughput_eq <= 0.6 * _transit_top(panel)
     ax.annotate(f"k* = {panel.k_eq:,.0f}, x* = {panel.n - panel.k_eq:,.0f}\nf(k*) = {_sig(panel.throughput_eq)} "
                 f"{panel.throughput_unit}".strip(),
-                xy=(panel.k_eq, panel.throughput_eq), xytext=(12, 14), textcoords="offset points", fontsize=9,
+                xy=(panel.k_eq, panel.throughput_eq), xytext=(12 if right else -12, 14 if high else -14),
+                textcoords="offset points", fontsize=9, ha="left" if right else "right",
+                va="baseline" if high else "top",
                 bbox={"boxstyle": "round,pad=0.25", "facecolor": "white", "edgecolor": "#999999", "alpha": 0.9},
                 arrowprops={"arrowstyle": "-", "color": "#666666", "linewidth": 0.8})
     for label, (x, y) in panel.marks.items():
         ax.plot([x], [y], marker="x", color="#555555", markersize=7)
-        ax.annotate(label, xy=(x, y), xytext=(5, -15), textcoords="offset points", fontsize=10, color="#555555")
+        inside = x <= 0.9 * max(float(panel.n), 1.0)  # near the right edge the label goes left of the mark
+        ax.annotate(label, xy=(x, y), xytext=(5 if inside else -5, -15), textcoords="offset points", fontsize=10,
+                    color="#555555", ha="left" if inside else "right")
     ax.set_xlim(0, max(float(panel.n), 1.0))
     n = float(panel.n)
     top = ax.secondary_xaxis("top", functions=(lambda k: n - k, lambda x: n - x))
