@@ -51,7 +51,7 @@ import io
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -61,7 +61,7 @@ from nvperf_bridge.columns import CANONICAL_COLUMNS, IDENTITY_COLUMNS
 from nvperf_bridge.model import BOTTLENECKS
 from nvperf_bridge.review.build import Review, build_review
 from nvperf_bridge.review.groups import TOP_SHARE
-from nvperf_bridge.reports.xlsx_rows import Quoted, RawBlock, RawColumn, inject_rows, plain_numbers
+from nvperf_bridge.reports.xlsx_rows import Quoted, RawBlock, RawColumn, plain_numbers, write_rows
 from nvperf_bridge.reports.common import (
     BOTTLENECK_COLORS,
     ERROR_BANDS,
@@ -197,8 +197,13 @@ def number_values(series: pd.Series | Sequence[Any], scale: float = 1.0) -> list
 
 def number_array(series: pd.Series | Sequence[Any], scale: float = 1.0) -> np.ndarray:
     """``number_values`` as a float64 array (NaN, infinities: empty cells), for a long column: the
-    workbook writer turns it into Python numbers a chunk of rows at a time."""
-    return pd.to_numeric(pd.Series(series), errors="coerce").to_numpy(dtype="float64") / scale
+    workbook writer turns it into Python numbers a chunk of rows at a time. Unscaled, a float column is
+    read in place (the Inputs sheet's 80-odd columns of 100k kernels were another 60 MB as copies)."""
+    values = pd.Series(series)
+    if values.dtype != np.float64:  # to_numeric copies even a float column
+        values = pd.to_numeric(values, errors="coerce")
+    array = values.to_numpy(dtype="float64")
+    return array if scale == 1.0 else array / scale
 
 
 def number_format_for(values: pd.Series) -> str:
@@ -1183,6 +1188,32 @@ def _index_differential_styles(wb: Any) -> None:
 def render_workbook(analysis: Analysis, figures: Sequence[Any] | None = None,
                     progress: Callable[[str], None] | None = None) -> bytes:
     """The review workbook as .xlsx bytes; ``figures`` are ``figures.ReportFigure`` PNGs to embed."""
+    return b"".join(iter_workbook(analysis, figures, progress))
+
+
+WORKBOOK_CHUNK = 1 << 20  # bytes handed to the writer at a time
+
+
+def iter_workbook(analysis: Analysis, figures: Sequence[Any] | None = None,
+                  progress: Callable[[str], None] | None = None) -> Iterator[bytes]:
+    """The review workbook as chunks of .xlsx bytes, for writing as they come: the zip is filled in a
+    temporary file, never held whole in memory (a 100k-kernel workbook of 57 MB was held twice, the
+    zip being filled and its bytes, on top of the analysis)."""
+    import tempfile
+
+    frame, blocks = _workbook_frame(analysis, figures, progress)
+    with tempfile.TemporaryFile() as spool:
+        write_rows(frame, blocks, spool)
+        del frame, blocks  # the rows are in the file: their values can go before the copying
+        spool.seek(0)
+        while chunk := spool.read(WORKBOOK_CHUNK):
+            yield chunk
+
+
+def _workbook_frame(analysis: Analysis, figures: Sequence[Any] | None,
+                    progress: Callable[[str], None] | None) -> tuple[bytes, list[RawBlock]]:
+    """openpyxl's workbook without its data rows (every sheet's frame, styles, charts, images), and
+    the rows for ``xlsx_rows`` to write into it."""
     from openpyxl import Workbook
 
     step = progress or (lambda _label: None)
@@ -1219,7 +1250,7 @@ def render_workbook(analysis: Analysis, figures: Sequence[Any] | None = None,
     wb.save(buffer)
     for ws, block in tables:
         block.sheet_path = ws.path.lstrip("/")  # known once saved
-    return inject_rows(buffer.getvalue(), [block for _, block in tables])
+    return buffer.getvalue(), [block for _, block in tables]
 
 
-__all__ = ["LARGE_INPUT", "MODEL_SHEET_ROWS", "render_workbook", "number_format_for", "text_values"]
+__all__ = ["LARGE_INPUT", "MODEL_SHEET_ROWS", "iter_workbook", "render_workbook", "number_format_for", "text_values"]

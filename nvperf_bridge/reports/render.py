@@ -71,13 +71,13 @@ def report_outputs(analysis: Analysis, fmt: str, output: Path | None,
     from nvperf_bridge.reports.figures import report_figures
 
     if fmt == "xlsx":
-        from nvperf_bridge.reports.excel import render_workbook
+        from nvperf_bridge.reports.excel import iter_workbook
 
         step("drawing figures")
         figures = report_figures(analysis)
         release_free_memory()
         step("writing the workbook")
-        return {output: render_workbook(analysis, figures)}
+        return {output: iter_workbook(analysis, figures)}  # chunks of the zip, filled in a temporary file
     from nvperf_bridge.reports.markdown import join_markdown, markdown_parts, render_markdown
 
     if output is None:  # stdout: no files to link figures from

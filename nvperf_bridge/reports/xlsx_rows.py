@@ -7,8 +7,9 @@ steps: openpyxl writes every sheet's frame (column widths, frozen panes,
 notes, the styled header row with its comments, autofilter, conditional
 formatting, charts, images) and registers the cell styles; then this module
 writes the data rows as plain SpreadsheetML (``<row><c>`` elements, numbers
-as ``<v>``, text inline) into those sheets inside the saved file, streaming
-them into the zip entry.
+as ``<v>``, text inline) into those sheets while copying openpyxl's saved
+frame into the final zip (``write_rows``: a temporary file the writer then
+reads in chunks), streaming them into each zip entry.
 
 The result is an ordinary .xlsx: the cells carry the style ids openpyxl
 registered (``cell.style_id``) and text is always written as text
@@ -21,7 +22,7 @@ import io
 import math
 import zipfile
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, BinaryIO, Iterator, Sequence
 
 import numpy as np
 
@@ -161,14 +162,12 @@ def block_rows(block: RawBlock) -> Iterator[str]:
         yield "".join(chunk)
 
 
-def inject_rows(xlsx: bytes, blocks: Sequence[RawBlock]) -> bytes:
-    """The workbook with each block's rows appended to its sheet's ``sheetData``."""
+def write_rows(xlsx: bytes, blocks: Sequence[RawBlock], target_file: BinaryIO) -> None:
+    """Write the workbook ``xlsx`` (openpyxl's frame) to ``target_file`` (seekable: zipfile writes each
+    entry's sizes back into its header) with each block's rows appended to its sheet's ``sheetData``."""
     by_path = {block.sheet_path.lstrip("/"): block for block in blocks if block.rows or block.side_rows}
-    if not by_path:
-        return xlsx
     source = zipfile.ZipFile(io.BytesIO(xlsx))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=ZIP_LEVEL) as target:
+    with zipfile.ZipFile(target_file, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=ZIP_LEVEL) as target:
         for info in source.infolist():
             data = source.read(info.filename)
             block = by_path.get(info.filename)
@@ -195,7 +194,6 @@ def inject_rows(xlsx: bytes, blocks: Sequence[RawBlock]) -> bytes:
                 for chunk in block_rows(block):
                     stream.write(chunk.encode("utf-8"))
                 stream.write(tail.encode("utf-8"))
-    return out.getvalue()
 
 
-__all__ = ["Quoted", "RawBlock", "RawColumn", "block_rows", "inject_rows", "plain_numbers"]
+__all__ = ["Quoted", "RawBlock", "RawColumn", "block_rows", "plain_numbers", "write_rows"]
