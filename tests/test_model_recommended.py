@@ -292,3 +292,33 @@ def test_transit_enters_the_blend_as_its_own_prediction(realdata_dir: Path) -> N
     bound = fit["constants"]["overhead_ns"] + ours[[f"T_{name}_ns" for name in recommended.BOUND_TERMS]].pow(
         fit["constants"]["p"]).sum(axis=1) ** (1.0 / fit["constants"]["p"])
     np.testing.assert_allclose(ours["predicted_ns"], bound ** (1 - w) * transit ** w, rtol=1e-9)
+
+
+def test_the_shipped_fit_path_passes_the_application_weights(realdata_dir: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """calibrate_model with the estimate's fit_settings (what fit_recommended.py and accuracy.py run)
+    hands the fit one weight per row with every application's squares summing to 1."""
+    from nvperf_bridge import calibration
+    from nvperf_bridge.discovery import read_inputs
+
+    corpus = realdata_dir / "magus-corpus"
+    files = [corpus / f"{kind}_cudasdk_{app}.csv" for app in ("convolutionFFT2D", "vectorAdd")
+             for kind in ("metrics", "traces")]
+    kernels = read_inputs(files, jobs=1).kernels
+    kernels = kernels[calibration.measured_ns(kernels).notna()]
+    seen: list[np.ndarray] = []
+
+    class Stop(Exception):
+        pass
+
+    def record(evaluator: object, specs: object, start: object, weights: np.ndarray, *rest: object) -> None:
+        seen.append(np.asarray(weights))
+        raise Stop
+
+    monkeypatch.setattr(calibration, "select_constants", record)
+    with pytest.raises(Stop):
+        calibration.calibrate_model(MODEL, kernels, resolve_profile("gtx-1080-ti"),
+                                    calibration.CalibrationSettings(**MODEL.fit_settings))
+    apps = calibration.application_groups(kernels)
+    by_app = pd.Series(seen[0] ** 2, index=kernels.index).groupby(apps).sum()
+    assert len(seen[0]) == len(kernels) and by_app.to_numpy() == pytest.approx([1.0, 1.0])
