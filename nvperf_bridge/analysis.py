@@ -318,7 +318,8 @@ def _run_models(
     for mid in wanted:
         loaded = registry.models[mid]
         model = loaded.model
-        model_options = dict(options.get(mid, {}))
+        # the profile's model_options (a calibrated profile's chosen options) under the user's --option
+        model_options = gpu.options_for(mid, options.get(mid, {}))
         run = ModelRun(mid, str(getattr(model, "version", "")), str(getattr(model, "paper", "")), loaded.origin, None,
                        options=model_options, description=str(getattr(model, "description", "")),
                        constant_specs={spec.name: spec for spec in getattr(model, "constants", ())

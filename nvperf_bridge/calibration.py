@@ -68,6 +68,10 @@ COLLINEAR = 1e-3
 # own effect is too small to fit: a 1% change moves the predictions by < 1e-4 %.
 WEAK = 1e-4
 
+# An option set other than the defaults is chosen only when its fit lowers the training objective by
+# more than this share: a tie (or a difference the restarts could make) keeps the published default.
+OPTION_MARGIN = 1e-3
+
 ACCURACY_KEYS = ("n", "mape", "median_ape", "gm_abs_error", "mean_accuracy")
 
 
@@ -152,6 +156,7 @@ class CrossValidation:
     held_out: dict[str, float]
     fold_of_group: dict[str, int]
     fold_fits: list[dict[str, float]] = field(default_factory=list)
+    fold_options: list[dict[str, Any]] = field(default_factory=list)  # the options each fold's fit chose
     predicted: pd.Series | None = None  # each row's held-out prediction (NaN where none)
     measured: pd.Series | None = None
     groups: pd.Series | None = None  # each row's application (the CV group)
@@ -185,6 +190,9 @@ class ModelCalibration:
     kernels: int = 0
     groups: int = 0
     notes: list[str] = field(default_factory=list)
+    # the options the fit ran with: the user's, and those chosen among the model's calibration_options
+    options: dict[str, Any] = field(default_factory=dict)
+    chosen_options: dict[str, Any] = field(default_factory=dict)  # only those the fit chose (not the user's)
 
     @property
     def values(self) -> dict[str, float]:
@@ -478,18 +486,45 @@ def fit_constants(
     settings: CalibrationSettings,
 ) -> dict[str, float]:
     """Least-squares values of ``specs`` (others fixed at ``start``), inside their bounds."""
+    return _fit_with_cost(evaluator, specs, start, measured, weights, settings)[0]
+
+
+def robust_cost(residuals: np.ndarray, settings: CalibrationSettings) -> float:
+    """The objective ``least_squares`` minimises for these residuals under ``settings.loss``:
+    0.5 x sum of rho((r / f_scale)^2) x f_scale^2 (scipy's loss functions)."""
+    z = (np.asarray(residuals, dtype="float64") / settings.f_scale) ** 2
+    rho = {"linear": lambda z: z, "soft_l1": lambda z: 2.0 * (np.sqrt(1.0 + z) - 1.0),
+           "huber": lambda z: np.where(z <= 1.0, z, 2.0 * np.sqrt(z) - 1.0),
+           "cauchy": np.log1p, "arctan": np.arctan}[settings.loss]
+    return float(0.5 * settings.f_scale ** 2 * np.sum(rho(z)))
+
+
+def _fit_with_cost(
+    evaluator: _Evaluator,
+    specs: Sequence[ConstantSpec],
+    start: Mapping[str, float],
+    measured: np.ndarray,
+    weights: np.ndarray,
+    settings: CalibrationSettings,
+) -> tuple[dict[str, float], float]:
+    """``fit_constants``'s values and the objective they reach (the robust cost of the weighted
+    log residuals, the lost-prediction penalty included), so that fits can be compared."""
     from scipy.optimize import least_squares
 
-    if not specs:
-        return {}
-    transform = _Transform(specs)
     log_measured = np.log(measured)
+
+    def at(values: Mapping[str, float]) -> np.ndarray:
+        r = evaluator.log_predictions(values) - log_measured
+        return weights * np.where(np.isfinite(r), r, LOST_PREDICTION_PENALTY)
+
+    if not specs:
+        return {}, robust_cost(at(start), settings)
+    transform = _Transform(specs)
 
     def residuals(x: np.ndarray) -> np.ndarray:
         values = dict(start)
         values.update(zip((s.name for s in specs), transform.to_constants(x)))
-        r = evaluator.log_predictions(values) - log_measured
-        return weights * np.where(np.isfinite(r), r, LOST_PREDICTION_PENALTY)
+        return at(values)
 
     x0 = transform.to_x(np.clip([start[s.name] for s in specs], transform.lo_c, transform.hi_c))
     starts = [x0, *_random_starts(transform, x0, settings)]
@@ -506,7 +541,7 @@ def fit_constants(
             best = (cost, solution.x)
     assert best is not None
     fitted = transform.to_constants(best[1])
-    return {spec.name: float(value) for spec, value in zip(specs, fitted)}
+    return {spec.name: float(value) for spec, value in zip(specs, fitted)}, best[0]
 
 
 def _random_starts(transform: _Transform, x0: np.ndarray, settings: CalibrationSettings) -> list[np.ndarray]:
@@ -535,18 +570,42 @@ def _stats(predicted: np.ndarray, measured: np.ndarray) -> dict[str, float]:
     return {key: stats[key] for key in ACCURACY_KEYS}
 
 
+def option_candidates(model: Any, options: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The option sets ``calibrate`` tries for ``model``: every combination of the values its
+    ``calibration_options`` ({option: (default, alternative, ...)}) lists, for the options the
+    user did not set (the user's own options are kept as given). The defaults come first."""
+    offered = {name: tuple(values) for name, values in dict(getattr(model, "calibration_options", None) or {}).items()
+               if name not in options and len(tuple(values)) > 1}
+    combos: list[dict[str, Any]] = [{}]
+    for name, values in offered.items():
+        combos = [{**combo, name: value} for combo in combos for value in values]
+    return [{**combo, **dict(options)} for combo in combos]
+
+
 def _fit_on(
     model: Any, kernels: pd.DataFrame, gpu: GpuProfile, specs: Sequence[ConstantSpec], start: Mapping[str, float],
     settings: CalibrationSettings, options: Mapping[str, Any],
-) -> tuple[dict[str, float], list[UnfittedConstant]]:
-    """Choose and fit constants on ``kernels`` (all measured and predicted)."""
+) -> tuple[dict[str, float], list[UnfittedConstant], dict[str, Any]]:
+    """Choose and fit constants on ``kernels`` (all measured and predicted); with them the options.
+
+    A model that offers ``calibration_options`` is fitted once per option set
+    (``option_candidates``) and the set whose fit reaches the lowest objective on these same
+    rows wins; the defaults win unless another set lowers it by more than ``OPTION_MARGIN``.
+    Inside cross-validation these rows are the training applications only, so the choice never
+    sees the held-out ones. Returns (fitted values, constants not fitted, the options used)."""
     groups = kernel_groups(kernels)
     weights = fit_weights(kernels, settings.weight_by)
-    evaluator = _Evaluator(model, kernels, gpu, options)
-    names, unfitted = select_constants(evaluator, specs, start, weights, groups.nunique(), settings)
-    chosen = [spec for spec in specs if spec.name in names]
-    values = fit_constants(evaluator, chosen, start, measured_ns(kernels).to_numpy(), weights, settings)
-    return values, unfitted
+    measured = measured_ns(kernels).to_numpy()
+    best: tuple[float, dict[str, float], list[UnfittedConstant], dict[str, Any]] | None = None
+    for candidate in option_candidates(model, options):
+        evaluator = _Evaluator(model, kernels, gpu, candidate)
+        names, unfitted = select_constants(evaluator, specs, start, weights, groups.nunique(), settings)
+        chosen = [spec for spec in specs if spec.name in names]
+        values, cost = _fit_with_cost(evaluator, chosen, start, measured, weights, settings)
+        if best is None or cost < best[0] * (1.0 - OPTION_MARGIN):
+            best = (cost, values, unfitted, candidate)
+    assert best is not None
+    return best[1], best[2], best[3]
 
 
 def calibrate_model(
@@ -560,7 +619,8 @@ def calibrate_model(
         if callable(getattr(model, "fit", None)):
             outcome.skipped += "; it is a learned model: train it with 'nvperf-bridge fit'"
         return outcome
-    options = settings.options.get(model.id, {})
+    # the base profile's model_options (a calibrated profile's earlier choice) under the user's
+    options = gpu.options_for(model.id, settings.options.get(model.id, {}))
     if model.id in settings.only:
         unknown = sorted(set(settings.only[model.id]) - {spec.name for spec in specs})
         if unknown:
@@ -604,7 +664,8 @@ def calibrate_model(
     measured_used = measured_ns(used).to_numpy()
     outcome.before = _stats(base[used.index].to_numpy(), measured_used)
 
-    values, outcome.unfitted = _fit_on(model, used, gpu, specs, start, settings, options)
+    values, outcome.unfitted, outcome.options = _fit_on(model, used, gpu, specs, start, settings, options)
+    outcome.chosen_options = {name: value for name, value in outcome.options.items() if name not in options}
     outcome.unfitted += [UnfittedConstant(spec.name, resolved[spec.name].value, "not selected for fitting")
                          for spec in left_out]
     outcome.fitted = [
@@ -613,7 +674,7 @@ def calibrate_model(
         for spec in specs if spec.name in values
     ]
     final = with_constants(gpu, model.id, {**start, **values}, "calibrated", "calibrated")
-    outcome.after = _stats(predict_ns(model, used, final, options).to_numpy(), measured_used)
+    outcome.after = _stats(predict_ns(model, used, final, outcome.options).to_numpy(), measured_used)
     outcome.cv = cross_validate(model, used, gpu, specs, start, settings, options)
     return outcome
 
@@ -635,24 +696,24 @@ def cross_validate_learned(
     """The same grouped cross-validation for a learned model (one with ``fit``): trained with
     ``model.fit`` on the training applications, evaluated with ``model_data`` on the held-out ones."""
 
-    def predictor(train: pd.DataFrame) -> tuple[dict[str, float], Any]:
+    def predictor(train: pd.DataFrame) -> tuple[dict[str, float], Any, dict[str, Any]]:
         data = model.fit(train, gpu, dict(options))
-        return {}, lambda rows: predict_ns(model, rows, gpu, {**dict(options), "model_data": data})
+        return {}, lambda rows: predict_ns(model, rows, gpu, {**dict(options), "model_data": data}), dict(options)
 
     return _cross_validate(kernels, settings, groups, predictor)
 
 
 def _constants_predictor(model: Any, train: pd.DataFrame, gpu: GpuProfile, specs: Sequence[ConstantSpec],
                          start: Mapping[str, float], settings: CalibrationSettings,
-                         options: Mapping[str, Any]) -> tuple[dict[str, float], Any]:
-    values, _ = _fit_on(model, train, gpu, specs, start, settings, options)
+                         options: Mapping[str, Any]) -> tuple[dict[str, float], Any, dict[str, Any]]:
+    values, _, chosen = _fit_on(model, train, gpu, specs, start, settings, options)
     fitted = with_constants(gpu, model.id, {**start, **values}, "calibrated", "calibrated")
-    return values, lambda rows: predict_ns(model, rows, fitted, options)
+    return values, lambda rows: predict_ns(model, rows, fitted, chosen), chosen
 
 
 def _cross_validate(kernels: pd.DataFrame, settings: CalibrationSettings, groups: pd.Series | None,
                     train_on: Any) -> CrossValidation:
-    """Grouped k-fold: ``train_on(rows)`` returns (fitted values, predict(rows) -> Series)."""
+    """Grouped k-fold: ``train_on(rows)`` returns (fitted values, predict(rows) -> Series, options used)."""
     groups = application_groups(kernels) if groups is None else groups.loc[kernels.index].astype(str)
     plan = group_folds(groups, settings.folds, settings.seed, unit="application")
     fold_of_group = {str(g): int(f) for g, f in zip(groups, plan.fold_of_row)}
@@ -667,8 +728,9 @@ def _cross_validate(kernels: pd.DataFrame, settings: CalibrationSettings, groups
     train_measured: list[np.ndarray] = []
     for fold in range(plan.folds):
         train_mask = plan.fold_of_row != fold
-        values, predict = train_on(kernels[train_mask])
+        values, predict, used_options = train_on(kernels[train_mask])
         cv.fold_fits.append(values)
+        cv.fold_options.append(used_options)
         predicted = predict(kernels).to_numpy()
         held_out[~train_mask] = predicted[~train_mask]
         train_predicted.append(predicted[train_mask])
@@ -849,10 +911,13 @@ def calibrated_profile_mapping(
     models = {mid: {name: dict(spec) for name, spec in named.items()} for mid, named in (base.raw.get("models") or {}).items()}
     block_models: dict[str, Any] = {}
     skipped: dict[str, str] = {}
+    model_options = {mid: dict(named) for mid, named in (base.raw.get("model_options") or {}).items()}
     for model_id, outcome in result.models.items():
         if outcome.skipped:
             skipped[model_id] = outcome.skipped
             continue
+        if outcome.options:  # analyze applies them under the user's --option
+            model_options[model_id] = {**model_options.get(model_id, {}), **outcome.options}
         named = models.setdefault(model_id, {})
         for constant in outcome.fitted:
             named[constant.name] = {"value": _number(constant.after), "source": source, "status": "calibrated"}
@@ -879,9 +944,14 @@ def calibrated_profile_mapping(
             "cross_validation": {"folds": cv.folds, "note": cv.note} if cv else None,
             "notes": list(outcome.notes),
         }
+        if outcome.chosen_options:
+            block_models[model_id]["options"] = _options_provenance(outcome)
     document["models"] = models
     if not models:
         del document["models"]
+    document.pop("model_options", None)
+    if model_options:  # after models:, before the calibration block
+        document["model_options"] = model_options
     document["calibration"] = {
         "date": date,
         "tool": f"nvperf-bridge {tool_version}",
@@ -901,6 +971,20 @@ def calibrated_profile_mapping(
         "skipped": skipped,
     }
     return document
+
+
+def _options_provenance(outcome: ModelCalibration) -> dict[str, Any]:
+    """How the options were chosen: by the fit's objective on all the calibration rows, and what
+    each cross-validation fold chose on its own training applications."""
+    cv = outcome.cv
+    folds = [{name: fold.get(name) for name in outcome.chosen_options} for fold in (cv.fold_options if cv else [])]
+    return {
+        "chosen": dict(outcome.chosen_options),
+        "how": ("fitted once per option set the model offers (calibration_options); the set whose fit reached the "
+                f"lowest objective on the calibration rows, the defaults unless another was lower by more than "
+                f"{OPTION_MARGIN:.1%}; each cross-validation fold chose again on its training applications only"),
+        "cv_folds_chose": folds,
+    }
 
 
 def write_profile(document: Mapping[str, Any], path: str | Path, *, force: bool = False) -> Path:

@@ -7,6 +7,9 @@ written ``name: {value: X, source: "where it comes from"}`` with an optional
 ``status`` (``paper``, ``measured``, ``calibrated`` or ``default``).
 Constants a profile does not give fall back to the model's own documented
 default, and reports say so (status ``default``: calibrate before trusting).
+Under ``model_options:`` a profile may give model options (``hong-kim: {case_selection:
+section-3.2}``): a calibrated profile records there the options ``calibrate`` chose on its
+training data; ``analyze`` applies them under the user's own ``--option``, which wins.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ PROFILE_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "coalesced_sectors_per_request": (_NUM, False),
     "notes": ((str,), False),
     "models": ((dict,), False),
+    "model_options": ((dict,), False),
     "calibration": ((dict,), False),
 }
 
@@ -82,7 +86,7 @@ SOURCED_FIELDS: tuple[str, ...] = (
 )
 # Fields that describe the file itself rather than the hardware: they need no source.
 _UNSOURCED_FIELDS = frozenset({"schema_version", "id", "name", "match", "match_exclude", "sources", "notes",
-                               "models", "calibration"})
+                               "models", "model_options", "calibration"})
 
 _ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _CC_RE = re.compile(r"^[0-9]+\.[0-9]+$")
@@ -169,6 +173,13 @@ class GpuProfile:
         """The profile's value of one model constant, or None when it gives none."""
         return self.model_constants.get(model_id, {}).get(name)
 
+    def options_for(self, model_id: str, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The options ``model_id`` runs with on this profile: the profile's ``model_options`` for it
+        (a calibrated profile records there the options ``calibrate`` chose on its training data),
+        under ``given`` (the user's own ``--option``), which wins key by key."""
+        chosen = (self.raw.get("model_options") or {}).get(model_id) or {}
+        return {**chosen, **(given or {})}
+
 
 # ---- loading and validation --------------------------------------------------
 
@@ -209,6 +220,17 @@ def _parse_constants(path: str, models: Mapping[str, Any]) -> dict[str, dict[str
                 )
             parsed[model_id][name] = ModelConstant(float(value), str(spec["source"]), status)
     return parsed
+
+
+def _check_model_options(path: str, options: Mapping[str, Any]) -> None:
+    """``model_options``: model id -> {option: a string, number or boolean}, as ``--option`` gives them."""
+    for model_id, named in options.items():
+        if not isinstance(named, dict):
+            raise ProfileError("expected a mapping of option name to value", path=path, key=f"model_options.{model_id}")
+        for name, value in named.items():
+            if not isinstance(value, (str, int, float, bool)):
+                raise ProfileError(f"an option value must be a string, number or boolean, got {value!r}",
+                                   path=path, key=f"model_options.{model_id}.{name}")
 
 
 @functools.lru_cache(maxsize=1)
@@ -269,6 +291,7 @@ def profile_from_mapping(data: Any, path: str = "<profile>") -> GpuProfile:
         if name not in sources:
             raise ProfileError(f"no source for {name!r}: say where the value comes from (datasheet, whitepaper, "
                                "programming guide, paper table)", path=path, key=f"sources.{name}")
+    _check_model_options(path, data.get("model_options") or {})
     # the architecture's model constants (data/architectures.yaml), under the profile's own
     from nvperf_bridge.datasheet import inherited_constants, merge_constants
 

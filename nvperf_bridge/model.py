@@ -20,6 +20,10 @@ the paper's symbol names (``MWP``, ``CWP``, ``Mem_L``, ...), the "details".
 A model may also offer ``fit(kernels, gpu, options) -> dict`` (learned
 models such as Kerr's): the CLI writes that dict as JSON and passes it back in
 ``options["model_data"]``; models never read or write files themselves.
+A model may offer ``calibration_options`` ({option: (default, alternative, ...)}): forms
+the paper leaves open (or named extensions) that ``calibrate`` chooses between on its
+training data (``calibration.option_candidates``); a calibrated profile records the choice
+under ``model_options`` and ``analyze`` applies it under the user's ``--option``.
 """
 
 from __future__ import annotations

@@ -194,6 +194,9 @@ class HongKimModel:
         "S. Hong and H. Kim, An Analytical Model for a GPU Architecture with Memory-level and "
         "Thread-level Parallelism Awareness, ISCA 2009, Eqs. (1)-(27)"
     )
+    # what calibrate chooses on its training data (default first): the case condition printed above
+    # Eq. (23) or the one Section 3.2.2 describes (the paper contradicts itself; see the module docstring)
+    calibration_options = {"case_selection": CASE_SELECTIONS}
     requires = Requirements(
         required=(
             "grid_blocks",

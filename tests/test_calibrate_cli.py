@@ -245,3 +245,62 @@ def test_per_kernel_factor_comes_from_the_largest_runs() -> None:
     larger = pd.DataFrame({"kernel": ["dot", "add", "other"], "block_threads": [256.0, 128.0, 256.0]})
     factor, how = apply_kernel_factors(larger, factors)
     assert list(factor) == pytest.approx([1.0, 2.0, 1.0]) and list(how) == ["kernel and block size", "kernel", ""]
+
+
+def test_calibrate_option_is_kept_written_and_applied_by_analyze_under_the_users_option(
+    realdata_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--option pins an option calibrate would otherwise choose (hong-kim's case_selection); the
+    profile carries it under model_options; analyze --gpu PROFILE runs hong-kim with it, and the
+    user's own --option wins over the profile's."""
+    import json
+
+    from nvperf_bridge.analysis import analyze
+    from nvperf_bridge.discovery import read_inputs
+
+    files = [realdata_dir / "magus-corpus" / f"{kind}_cudasdk_binomialOptions.csv" for kind in ("metrics", "traces")]
+    files += [realdata_dir / "magus-corpus" / f"{kind}_cudasdk_transpose.csv" for kind in ("metrics", "traces")]
+    out = tmp_path / "gtx-1080-ti-pinned.yaml"
+    code, stdout, stderr = run(["calibrate", *map(str, files), "--gpu", "gtx-1080-ti", "--model", "hong-kim",
+                                "--option", "hong-kim.case_selection=section-3.2", "-o", str(out), "--folds", "0"],
+                               capsys)
+    assert code == 0, stderr
+    profile = load_profile_file(out)
+    assert profile.raw["model_options"] == {"hong-kim": {"case_selection": "section-3.2"}}
+    assert "--option hong-kim.case_selection=section-3.2" in profile.raw["calibration"]["command"]
+    assert "options" not in profile.raw["calibration"]["models"]["hong-kim"]  # pinned by the user, not chosen
+    imported = read_inputs(files)
+    binomial = imported.kernels["kernel"].astype(str).str.startswith("binomialOptions").to_numpy()
+    by_profile = analyze(imported, gpu=str(out), model_ids=["hong-kim"])
+    run_hk = by_profile.runs["hong-kim"]
+    assert run_hk.options == {"case_selection": "section-3.2"}
+    # binomialOptions is compute-bound with MWP > CWP: Section 3.2.2's Eq. (24), not the printed Eq. (23)
+    assert set(run_hk.result.loc[binomial, "equation"]) == {"24"}
+    by_user = analyze(imported, gpu=str(out), model_ids=["hong-kim"],
+                      options={"hong-kim": {"case_selection": "published"}})
+    assert by_user.runs["hong-kim"].options == {"case_selection": "published"}
+    assert set(by_user.runs["hong-kim"].result.loc[binomial, "equation"]) == {"23"}
+    # an option for a model that is not calibrated is a usage error
+    code, _, stderr = run(["calibrate", *map(str, files), "--gpu", "gtx-1080-ti", "--model", "hong-kim", "--force",
+                           "--option", "transit.precision=dp", "-o", str(out), "--folds", "0"], capsys)
+    assert code == 2 and "--option for model 'transit'" in stderr
+    json.dumps(profile.raw["model_options"])  # plain values
+
+
+def test_shipped_calibrated_profile_options_are_applied_by_analyze(realdata_dir: Path) -> None:
+    """The options calibrate chose for the shipped GTX 1080 Ti profile (model_options) are what
+    analyze --gpu gtx-1080-ti-calibrated runs each model with."""
+    from nvperf_bridge.analysis import analyze
+    from nvperf_bridge.discovery import read_inputs
+    from nvperf_bridge.gpu import load_profiles
+
+    shipped = load_profiles()["gtx-1080-ti-calibrated"]
+    chosen = shipped.raw.get("model_options") or {}
+    assert chosen, "the shipped profile records the options its calibration chose"
+    files = [realdata_dir / "magus-corpus" / f"{kind}_cudasdk_transpose.csv" for kind in ("metrics", "traces")]
+    analysis = analyze(read_inputs(files), gpu="gtx-1080-ti-calibrated", model_ids=sorted(chosen))
+    for model_id, options in chosen.items():
+        assert analysis.runs[model_id].options == options
+        for name, value in options.items():
+            if name in analysis.runs[model_id].result.columns:  # hong-kim reports its case rule as a detail
+                assert set(analysis.runs[model_id].result[name]) == {value}

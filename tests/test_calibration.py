@@ -362,3 +362,105 @@ def test_an_added_term_off_at_zero_is_fitted(gpu: GpuProfile) -> None:
     outcome = calibrate_model(model, kernels, gpu, CalibrationSettings(folds=0, restarts=0))  # launch_ns starts at 0
     assert outcome.values["launch_ns"] == pytest.approx(1500.0, rel=0.02)
     assert outcome.values["attainable_bandwidth_fraction"] == pytest.approx(0.8, rel=0.02)
+
+
+@dataclass
+class OverlapModel(FakeModel):
+    """FakeModel with a choice of form, as a paper's printed equation against its text: ``serial``
+    (the default: issue and memory time add up) or ``overlapped`` (the larger of the two)."""
+
+    id: str = "overlap-model"
+    calibration_options: Mapping[str, tuple[str, ...]] = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        self.calibration_options = {"form": ("serial", "overlapped")}
+
+    def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
+        c = constant_values(self, gpu)
+        issue = c["issue_cycles"] * kernels["inst_executed"]
+        memory = c["mem_latency_cycles"] * kernels["mem_ops"] / kernels["parallel"]
+        form = str(options.get("form", "serial"))
+        cycles = issue + memory if form == "serial" else np.maximum(issue, memory)
+        result = empty_result(kernels)
+        result["predicted_cycles"] = cycles
+        result["predicted_ns"] = cycles / gpu.sm_clock_hz * 1e9 + c["launch_overhead_ns"]
+        result["bottleneck"] = "compute"
+        return result
+
+
+def overlapped_kernels(model: OverlapModel, gpu: GpuProfile) -> pd.DataFrame:
+    """Kernels timed by the overlapped form (issue and memory time of the same order, so the two
+    forms differ on every kernel), 3 rows of each of 12 applications."""
+    kernels = synthetic_kernels(model, gpu, TRUE, groups=12, rows_per_group=3)
+    kernels["mem_ops"] = kernels["inst_executed"] * kernels["parallel"] * TRUE["issue_cycles"] / TRUE[
+        "mem_latency_cycles"] * np.random.default_rng(3).uniform(0.3, 3.0, len(kernels))
+    truth = with_constants(gpu, model.id, TRUE, "truth", "calibrated")
+    kernels["duration_ns"] = model.evaluate(kernels, truth, {"form": "overlapped"})["predicted_ns"]
+    return kernels
+
+
+def test_calibrate_chooses_the_option_the_training_data_supports(gpu: GpuProfile) -> None:
+    """A model that offers two forms: the fit picks the form the kernels were timed by, in the
+    full fit and in every cross-validation fold (each on its own training applications), and
+    then recovers the constants."""
+    model = OverlapModel()
+    kernels = overlapped_kernels(model, gpu)
+    outcome = calibrate_model(model, kernels, gpu, CalibrationSettings(folds=3, restarts=0))
+    assert outcome.chosen_options == {"form": "overlapped"} and outcome.options == {"form": "overlapped"}
+    assert outcome.cv is not None and outcome.cv.fold_options == [{"form": "overlapped"}] * 3
+    assert outcome.values["issue_cycles"] == pytest.approx(TRUE["issue_cycles"], rel=0.02)
+    assert outcome.cv.held_out["mape"] < 0.01
+    # an option the user sets is kept as given, never searched
+    fixed = calibrate_model(model, kernels, gpu, CalibrationSettings(folds=0, restarts=0,
+                                                                    options={model.id: {"form": "serial"}}))
+    assert fixed.chosen_options == {} and fixed.options == {"form": "serial"}
+
+
+def test_the_default_form_wins_when_the_data_cannot_tell_the_forms_apart(gpu: GpuProfile) -> None:
+    """Kernels without memory operations time the same in both forms: the default stays."""
+    model = OverlapModel()
+    kernels = overlapped_kernels(model, gpu)
+    kernels["mem_ops"] = 0.0
+    truth = with_constants(gpu, model.id, TRUE, "truth", "calibrated")
+    kernels["duration_ns"] = model.evaluate(kernels, truth, {})["predicted_ns"]
+    outcome = calibrate_model(model, kernels, gpu, CalibrationSettings(folds=0, restarts=0))
+    assert outcome.options == {"form": "serial"}
+
+
+def test_the_calibrated_profile_carries_the_chosen_options_and_the_user_overrides_them(
+    gpu: GpuProfile, tmp_path: Path
+) -> None:
+    from nvperf_bridge.analysis import run_models
+    from nvperf_bridge.registry import LoadedModel, Registry
+
+    model = OverlapModel()
+    kernels = overlapped_kernels(model, gpu)
+    data = tmp_path / "data.csv"
+    data.write_text("measured kernels\n")
+    result = calibrate(kernels, gpu, {model.id: model}, CalibrationSettings(folds=3, restarts=0))
+    document = calibrated_profile_mapping(result, "test-gpu-calibrated", [data], tool_version="9.9", date="2024-01-02")
+    loaded = load_profile_file(write_profile(document, tmp_path / "test-gpu-calibrated.yaml"))
+    assert loaded.raw["model_options"] == {model.id: {"form": "overlapped"}}
+    provenance = loaded.raw["calibration"]["models"][model.id]["options"]
+    assert provenance["chosen"] == {"form": "overlapped"} and len(provenance["cv_folds_chose"]) == 3
+    registry = Registry(models={model.id: LoadedModel(model, "test", "test", builtin=True)}, problems=[])
+    # analyze applies the profile's options: the measured times come back
+    runs, _ = run_models(kernels, loaded, registry, [model.id], {}, isolate=False)
+    assert runs[model.id].options == {"form": "overlapped"}
+    assert np.allclose(runs[model.id].result["predicted_ns"], kernels["duration_ns"], rtol=1e-3)
+    # the user's own --option wins over the profile's
+    runs, _ = run_models(kernels, loaded, registry, [model.id], {model.id: {"form": "serial"}}, isolate=False)
+    assert runs[model.id].options == {"form": "serial"}
+    assert (runs[model.id].result["predicted_ns"] > kernels["duration_ns"] * 1.05).all()
+
+
+def test_a_profile_option_must_be_a_plain_value(tmp_path: Path) -> None:
+    from nvperf_bridge.errors import ProfileError
+
+    bad = {**BASE_PROFILE, "model_options": {"hong-kim": {"case_selection": ["section-3.2"]}}}
+    with pytest.raises(ProfileError, match="model_options.hong-kim.case_selection"):
+        profile_from_mapping(bad, "bad.yaml")
+    good = profile_from_mapping({**BASE_PROFILE, "model_options": {"hong-kim": {"case_selection": "section-3.2"}}})
+    assert good.options_for("hong-kim") == {"case_selection": "section-3.2"}
+    assert good.options_for("hong-kim", {"case_selection": "published"}) == {"case_selection": "published"}
+    assert good.options_for("transit", {"x": 1}) == {"x": 1}

@@ -20,6 +20,7 @@ def calibrate_command(
     folds: int = typer.Option(5, "--folds", help="k of the k-fold cross-validation by application: each input file (a metrics+trace pair) is one application, all its kernels in one fold (reduced when there are fewer applications)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the fold split and of the optimiser's random restarts."),
     constant: list[str] | None = typer.Option(None, "--constant", help="Fit only this constant, as MODEL:NAME (repeatable; e.g. hong-kim:Mem_LD). Models not named keep fitting all their constants."),
+    option: list[str] | None = typer.Option(None, "--option", metavar="MODEL.KEY=VALUE", help="A model option for the fit, as for analyze (repeatable; e.g. hong-kim.case_selection=published). Written under model_options in the profile. An option a model offers to calibrate (hong-kim's case_selection) is otherwise chosen by the fit."),
     loss: str = typer.Option("soft_l1", "--loss", help="least_squares loss on the log residuals: soft_l1 (default: damps kernels a model is far off on) or linear (plain least squares)."),
     per_kernel: bool = typer.Option(False, "--per-kernel", help="Instead of machine constants, fit one factor per kernel function (and per function and block size) for the recommended estimate, from these runs; analyze --gpu OUTPUT applies it to other runs (other input sizes) of the same functions."),
     force: bool = typer.Option(False, "--force", help="Overwrite the output file if it exists."),
@@ -62,7 +63,7 @@ def calibrate_command(
     base, choice = choose_gpu(imported.kernels, gpu, tuple(profile_dir or ()))
     if per_kernel:
         _per_kernel(imported.kernels, base, data_files, output, force, __version__,
-                    _command_line(files, gpu, model, output, folds, seed, loss, constant or []) + " --per-kernel")
+                    _command_line(files, gpu, model, output, folds, seed, loss, constant or [], option or []) + " --per-kernel")
         return
     registry = load_registry(plugin or [])
     for problem in registry.problems:
@@ -73,7 +74,15 @@ def calibrate_command(
         raise UsageError(f"unknown model {unknown[0]!r}", hint="run 'nvperf-bridge models' to list the installed ones")
     typer.echo(f"calibrating {', '.join(wanted)} on {len(imported.kernels)} kernel row(s), base profile {base.id} "
                f"({choice})", err=True)
-    settings = CalibrationSettings(folds=folds, seed=seed, loss=loss, only=_parse_constants(constant or [], wanted))
+    from nvperf_bridge.commands.analyze import parse_options
+
+    options = parse_options(list(option or []))
+    unknown = sorted(set(options) - set(wanted))
+    if unknown:
+        raise UsageError(f"--option for model {unknown[0]!r}, which is not calibrated here",
+                         hint=f"the models calibrated: {', '.join(wanted)}")
+    settings = CalibrationSettings(folds=folds, seed=seed, loss=loss, only=_parse_constants(constant or [], wanted),
+                                   options=options)
     result = calibrate(imported.kernels, base, {mid: registry.get(mid) for mid in wanted}, settings)
     if all(outcome.skipped for outcome in result.models.values()):
         from nvperf_bridge.errors import InputError
@@ -82,7 +91,7 @@ def calibrate_command(
         reasons = "; ".join(f"{mid}: {outcome.skipped}" for mid, outcome in result.models.items())
         raise InputError(f"no model could be calibrated on this data, so no profile was written ({reasons})",
                          hint="run 'nvperf-bridge inspect' on the files to see which counters are missing")
-    command = _command_line(files, gpu, model, output, folds, seed, loss, constant or [])
+    command = _command_line(files, gpu, model, output, folds, seed, loss, constant or [], option or [])
     document = calibrated_profile_mapping(result, output.stem, data_files, tool_version=__version__, command=command)
     profile_from_mapping(document, str(output))  # never write a profile that would not load
     typer.echo(render_report(result, command), nl=False)
@@ -158,7 +167,7 @@ def _parse_constants(items: list[str], models: list[str]) -> dict[str, list[str]
 
 
 def _command_line(files: list[Path], gpu: str | None, models: list[str] | None, output: Path, folds: int, seed: int,
-                  loss: str, constants: list[str]) -> str:
+                  loss: str, constants: list[str], options: list[str] = ()) -> str:
     import shlex
 
     parts = ["nvperf-bridge", "calibrate", *(str(f) for f in files), *(["--gpu", gpu] if gpu else [])]
@@ -167,6 +176,8 @@ def _command_line(files: list[Path], gpu: str | None, models: list[str] | None, 
     parts += ["-o", str(output), "--folds", str(folds), "--seed", str(seed)]
     for item in constants:
         parts += ["--constant", item]
+    for item in options:
+        parts += ["--option", item]
     if loss != "soft_l1":  # the default
         parts += ["--loss", loss]
     return shlex.join(parts)
@@ -228,6 +239,14 @@ def render_report(result: CalibrationResult, command: str = "") -> str:
         lines += [f"### {mid}", ""]
         if o.cv is not None:
             lines += [f"Cross-validation: {o.cv.note}.", ""]
+        if o.chosen_options:
+            chosen = ", ".join(f"{name}={value}" for name, value in o.chosen_options.items())
+            folds = "; ".join(", ".join(f"{name}={fold.get(name)}" for name in o.chosen_options)
+                              for fold in (o.cv.fold_options if o.cv else []))
+            lines += [(f"Options chosen by the fit (the lowest objective of the option sets the model offers; "
+                       f"written under model_options, applied by analyze under --option): {chosen}"
+                       + (f". Each cross-validation fold chose on its own training applications: {folds}." if folds
+                          else ".")), ""]
         lines += [(f"In-sample after the fit on all kernels: MAPE {_pct(o.after.get('mape'))} (before "
                    f"{_pct(o.before.get('mape'))}), mean accuracy {_pct(o.after.get('mean_accuracy'))} (before "
                    f"{_pct(o.before.get('mean_accuracy'))})."), ""]
