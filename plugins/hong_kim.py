@@ -95,6 +95,14 @@ Options (``options`` mapping, all optional)
     (1 - h) x Mem_LD with h = ``l2_hit_rate``; needs that counter). Not
     combinable with ``memory_inputs=dram``, which already leaves the cache
     hits out.
+``l2_reads``: ``off`` (default, the paper: #Mem_insts are the global load and store
+    requests) or ``memory-warps`` (EXTENSION, not the paper: the read sectors L2 served
+    beyond the global loads' own, ``l2_read_bytes`` / 32 - global load sectors, are
+    texture and constant fetches through L1/TEX that ``inst_global_ld`` does not count;
+    they become coalesced memory warps of c sectors each, added to #Mem_insts (capped so
+    that memory warps never exceed #Total_insts). Hong & Kim leave texture caches out
+    (Section 3.5); a kernel that streams its input with ``tex1Dfetch`` still waits on DRAM.
+    Needs ``l2_read_bytes``; without it nothing is added. Detail ``Unseen_mem_insts``.
 ``case_selection``: ``published`` (default: Eq. (23) when CWP >= MWP *or*
     Comp_cycles > Mem_cycles, as printed above Eq. (23)) or ``section-3.2``
     (Eq. (23) only when CWP >= MWP; a kernel with Comp_cycles > Mem_cycles and
@@ -167,6 +175,7 @@ MEMORY_INPUTS = ("requests", "dram", "levels")
 CASE_SELECTIONS = ("published", "section-3.2")
 SHARED_MEMORY = ("pipe", "off")  # the first is the default
 LOAD_BYTES = ("requested", "sectors", "constant")  # the first is the default
+L2_READS = ("off", "memory-warps")  # the first (the paper's global requests only) is the default
 
 STATE_NO_MEMORY = "no global memory instructions"
 STATE_EQ22 = "MWP = CWP = N (not enough warps)"
@@ -195,8 +204,9 @@ class HongKimModel:
         "Thread-level Parallelism Awareness, ISCA 2009, Eqs. (1)-(27)"
     )
     # what calibrate chooses on its training data (default first): the case condition printed above
-    # Eq. (23) or the one Section 3.2.2 describes (the paper contradicts itself; see the module docstring)
-    calibration_options = {"case_selection": CASE_SELECTIONS}
+    # Eq. (23) or the one Section 3.2.2 describes (the paper contradicts itself; see the module docstring),
+    # and whether texture fetches seen only in L2 count as memory warps (an EXTENSION)
+    calibration_options = {"case_selection": CASE_SELECTIONS, "l2_reads": L2_READS}
     requires = Requirements(
         required=(
             "grid_blocks",
@@ -286,6 +296,7 @@ class HongKimModel:
         case_selection = choice_option(options, "case_selection", CASE_SELECTIONS, self.id)
         shared_memory = choice_option(options, "shared_memory", SHARED_MEMORY, self.id)
         load_bytes = choice_option(options, "load_bytes", LOAD_BYTES, self.id)
+        l2_reads = choice_option(options, "l2_reads", L2_READS, self.id)
         cache_aware = bool_option(options, "cache_aware", False, self.id)
         if cache_aware and memory_inputs != "requests":
             raise ModelError(
@@ -341,6 +352,20 @@ class HongKimModel:
             coalesced_per_mw = np.maximum(c, wide.fillna(c))
             coalesced_source = labels.where(wide > c, "requested bytes (wide words)",
                                             "profile coalesced_sectors_per_request")
+            if l2_reads == "memory-warps":
+                # EXTENSION (not the paper, which counts global requests only and leaves texture caches out,
+                # Section 3.5): the sectors L2 served to reads beyond the global loads' own (texture and
+                # constant fetches through L1/TEX, which inst_global_ld does not count) are memory warps too,
+                # coalesced ones of c sectors each, and wait Mem_L like any other
+                unseen = (column_or_nan(kernels, "l2_read_bytes") / SECTOR_BYTES - ld_sectors.fillna(0.0)).clip(lower=0.0)
+                unseen_requests = np.minimum((unseen / c).fillna(0.0),
+                                             (column_or_nan(kernels, "inst_executed") - requests).clip(lower=0.0))
+                requests = requests + unseen_requests
+                sectors = sectors + unseen_requests * c
+                transactions_per_mw = sectors / requests
+                Mem_insts_requests = requests / total_warps
+            else:
+                unseen_requests = pd.Series(0.0, index=index)
             if U > c:
                 span = (U - coalesced_per_mw).clip(lower=1e-9)
                 uncoal_fraction = ((transactions_per_mw - coalesced_per_mw) / span).clip(lower=0.0, upper=1.0)
@@ -555,6 +580,8 @@ class HongKimModel:
             "case_selection": case_selection,
             "shared_memory": shared_memory,
             "load_bytes": load_bytes,
+            "l2_reads": l2_reads,
+            "Unseen_mem_insts": unseen_requests / total_warps,
             "Issue_comp_cycles": Issue_comp_cycles,
             "Shared_cycles": Shared_cycles,
             "comp_limit": text(labels.where((shared_memory == "pipe") & (Shared_cycles > Issue_comp_cycles),

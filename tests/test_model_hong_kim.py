@@ -420,3 +420,36 @@ def test_load_bytes_per_warp_is_the_data_size_the_threads_ask_for(realdata_dir: 
     assert (requested.loc[update, "MWP_peak_BW"].to_numpy()
             == pytest.approx(constant.loc[update, "MWP_peak_BW"].to_numpy() * 128.0 / ask, rel=1e-9))
     assert set(requested["load_bytes"]) == {"requested"}
+
+
+def test_texture_fetches_are_memory_warps_with_l2_reads(realdata_dir: Path) -> None:
+    # The CUDA SDK convolutionFFT2D reads its input through the texture path (tex1Dfetch): nvprof counts no global
+    # load request for spPreprocess2D_kernel, yet L2 serves it ~16 read sectors per warp. The paper's #Mem_insts
+    # (global ld/st requests) sees only its stores; l2_reads=memory-warps (EXTENSION) makes the unseen read
+    # sectors coalesced memory warps of 4 sectors, and a kernel whose L2 reads are its global loads' is unchanged
+    from nvperf_bridge.discovery import read_inputs
+
+    corpus = realdata_dir / "magus-corpus"
+    kernels = read_inputs([corpus / f"{kind}_cudasdk_{app}.csv" for app in ("convolutionFFT2D", "transpose")
+                           for kind in ("metrics", "traces")]).kernels
+    gpu = resolve_profile("gtx-1080-ti")
+    paper = MODEL.evaluate(kernels, gpu, {})
+    fetched = MODEL.evaluate(kernels, gpu, {"l2_reads": "memory-warps"})
+    names = kernels["kernel"].astype(str)
+    texture = (names == "spPreprocess2D_kernel").to_numpy()
+    assert texture.any() and (kernels.loc[texture, "inst_global_ld"] == 0).all()
+    warps = kernels.loc[texture, "grid_blocks"] * np.ceil(kernels.loc[texture, "block_threads"] / 32)
+    unseen = kernels.loc[texture, "l2_read_bytes"] / 32 / warps / 4  # coalesced warps of 4 sectors
+    assert (unseen > 3.5).all()
+    assert fetched.loc[texture, "Unseen_mem_insts"].to_numpy() == pytest.approx(unseen.to_numpy(), rel=1e-6)
+    assert fetched.loc[texture, "Mem_insts"].to_numpy() == pytest.approx(
+        (paper.loc[texture, "Mem_insts"] + unseen).to_numpy(), rel=1e-6)
+    assert (fetched.loc[texture, "Weight_uncoal"] <= paper.loc[texture, "Weight_uncoal"] + 1e-12).all()
+    assert (fetched.loc[texture, "predicted_ns"] > 1.5 * paper.loc[texture, "predicted_ns"]).all()
+    # the transposes read through global loads only: L2 reads are those loads' sectors, nothing unseen
+    plain = names.str.startswith("transpose").to_numpy()
+    assert plain.sum() >= 5
+    assert (fetched.loc[plain, "Unseen_mem_insts"] < 0.05).all()
+    assert fetched.loc[plain, "predicted_ns"].to_numpy() == pytest.approx(paper.loc[plain, "predicted_ns"].to_numpy(),
+                                                                          rel=0.02)
+    assert set(fetched["l2_reads"]) == {"memory-warps"} and set(paper["l2_reads"]) == {"off"}

@@ -123,7 +123,8 @@ def test_profile_loads_validates_and_id_is_file_stem(path: Path) -> None:
     # every optional hardware figure that is given carries a source too
     for key in profile.raw:
         if key in SOURCED_FIELDS or key in ("schema_version", "id", "name", "match", "match_exclude", "sources",
-                                            "notes", "models", "calibration", "hypothetical", "architecture"):
+                                            "notes", "models", "model_options", "calibration", "hypothetical",
+                                            "architecture"):
             continue
         assert key in profile.sources, f"{path.name}: {key} has no source"
     assert profile.max_threads_per_sm <= 2048
