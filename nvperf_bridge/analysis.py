@@ -330,9 +330,10 @@ def _run_models(
             run.constants = resolve_constants(model, gpu)
             raw = _evaluate(loaded, kernels, gpu, model_options, timeout_s, isolate, printed)
             result, model_warnings = validate_result(mid, kernels, raw)
-            run.result = pool.share(result)
-            if isinstance(raw, pd.DataFrame):  # the run keeps the model's own frame (evaluate_shared): shared too
-                replace_shared_result(raw, pool.share(raw))
+            # the run keeps the model's own frame (evaluate_shared): shared too
+            run.result = pool.share(result, *([raw] if isinstance(raw, pd.DataFrame) else []))
+            if pool.shared:
+                replace_shared_result(raw, pool.shared.pop())
             del raw, result  # the columns the pool replaced are free for the next model now
             warnings.extend(model_warnings)
         except NvperfError as exc:

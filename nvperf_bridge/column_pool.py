@@ -54,10 +54,19 @@ class ColumnPool:
     def __init__(self) -> None:
         # (dtype, length, fingerprint) -> [(integer view, the Series holding that memory)]
         self._columns: dict[tuple, list[tuple[np.ndarray, pd.Series]]] = {}
+        self.shared: list[pd.DataFrame] = []  # the last ``share`` call's other frames, shared
 
-    def share(self, frame: pd.DataFrame) -> pd.DataFrame:
+    def share(self, frame: pd.DataFrame, *more: pd.DataFrame) -> pd.DataFrame:
         """``frame`` with each column equal to one held before replaced by that column (a shallow
-        copy when anything is replaced); its other columns join the pool."""
+        copy when anything is replaced); its other columns join the pool. ``more``: frames that may
+        hold the same arrays as ``frame`` (the model's own frame before the result checks), shared in
+        the same way; returns ``frame``'s, and keeps the others' (``shared``)."""
+        given: dict[int, pd.Series] = {}  # the memory of a replaced column -> its replacement, within this call
+        out = self._share(frame, given)
+        self.shared = [self._share(other, given) for other in more]
+        return out
+
+    def _share(self, frame: pd.DataFrame, given: dict[int, pd.Series]) -> pd.DataFrame:
         if not frame.columns.is_unique:
             return frame
         replaced: dict[Any, pd.Series] = {}
@@ -68,13 +77,17 @@ class ColumnPool:
             bits = _comparable(series)
             if bits is None:
                 continue
+            before = given.get(bits.ctypes.data)
+            if before is not None and before.dtype == series.dtype and len(before) == n:  # replaced a moment ago
+                replaced[name] = before
+                continue
             key = (str(series.dtype), n, bits[positions].tobytes())
             held = self._columns.setdefault(key, [])
             for earlier_bits, earlier in held:
                 if earlier_bits.ctypes.data == bits.ctypes.data:  # already the same memory
                     break
                 if np.array_equal(earlier_bits, bits):
-                    replaced[name] = earlier
+                    replaced[name] = given[bits.ctypes.data] = earlier
                     break
             else:
                 held.append((bits, series))

@@ -11,7 +11,7 @@ import pandas as pd
 
 from nvperf_bridge import labels
 from nvperf_bridge.gpu import GpuProfile
-from nvperf_bridge.model import column_or_nan
+from nvperf_bridge.model import column_or_nan, constant_column
 
 
 def dram_bytes(kernels: pd.DataFrame) -> pd.Series:
@@ -99,7 +99,7 @@ def global_sectors(kernels: pd.DataFrame, gpu: GpuProfile) -> tuple[pd.Series, p
     """
     ld = column_or_nan(kernels, "global_ld_sectors")
     st = column_or_nan(kernels, "global_st_sectors")
-    source = pd.Series(SECTOR_SOURCE_CANONICAL, index=kernels.index, dtype="object")
+    source = constant_column(SECTOR_SOURCE_CANONICAL, kernels.index, dtype="object")  # made once per run
     markers = [name for name in NVPROF_ROW_MARKERS if name in kernels.columns]
     if not markers:
         return ld, st, source

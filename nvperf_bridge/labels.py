@@ -11,6 +11,7 @@ the values are the same strings, as dtype ``object``, at the cost of an index lo
 
 from __future__ import annotations
 
+import ctypes
 import functools
 from typing import Any, Callable, Sequence
 
@@ -80,6 +81,64 @@ def render(codes: Any, text: Callable[[int], str]) -> np.ndarray:
     return table[codes]
 
 
+def addresses(values: np.ndarray) -> np.ndarray | None:
+    """The addresses of an object array's objects, per row, as unsigned integers (a view of its memory:
+    read it while ``values`` lives), or None where ``values`` is not a one-dimensional contiguous
+    object array. The same address is the same object; equal strings may sit at different ones."""
+    if not isinstance(values, np.ndarray) or values.dtype != object or values.ndim != 1 \
+            or not values.flags.c_contiguous:
+        return None
+    if not len(values):
+        return np.empty(0, dtype=np.uintp)
+    return np.ctypeslib.as_array((ctypes.c_size_t * len(values)).from_address(values.ctypes.data))
+
+
+def distinct_objects(values: np.ndarray, limit: int = 1024) -> tuple[np.ndarray, np.ndarray, list[Any]] | None:
+    """(per-row addresses, the distinct addresses, the object at each) of an object array, or None
+    where it cannot be read so or holds more than ``limit`` distinct objects. A model's text column
+    refers to a few string objects (this module's helpers): one pass over integers finds them, where
+    a check of every value (``infer_dtype``, ``isin``, ``== ""``) is a Python call per row."""
+    where = addresses(values)
+    if where is None:
+        return None
+    distinct = pd.unique(where)
+    if len(distinct) > limit:
+        return None
+    # each address is an object the array holds (a reference), alive while it lives
+    objects = [ctypes.cast(int(address), ctypes.py_object).value for address in distinct]
+    return where, distinct, objects
+
+
+def factorize_text(values: pd.Series) -> np.ndarray:
+    """``pd.factorize(values, use_na_sentinel=False)[0]`` (codes in order of first appearance) of a text
+    column, by the addresses of its objects where it holds few: a kernel-name column refers to a few
+    string objects (the C parser makes one per distinct name and chunk), and hashing the addresses is
+    far cheaper than hashing every string. Equal strings at different addresses get one code."""
+    array = getattr(values.array, "_ndarray", None)  # pandas' python-backed strings, or object
+    where = addresses(array) if isinstance(array, np.ndarray) else None
+    if where is not None and len(where):
+        codes, distinct = pd.factorize(where)  # in order of first appearance of each address
+        if len(distinct) <= max(1024, len(where) // 8):
+            # the objects at the addresses, in that order: the first address of each value comes first
+            objects = np.empty(len(distinct), dtype=object)
+            objects[:] = [ctypes.cast(int(address), ctypes.py_object).value for address in distinct]
+            return pd.factorize(objects, use_na_sentinel=False)[0][codes]
+    return pd.factorize(values, use_na_sentinel=False)[0]
+
+
+def rows_holding(found: tuple[np.ndarray, np.ndarray, list[Any]], wanted: Callable[[Any], bool]) -> np.ndarray:
+    """Per row of ``distinct_objects``' array, whether its object is one ``wanted`` accepts."""
+    where, distinct, objects = found
+    chosen = [address for address, item in zip(distinct, objects) if wanted(item)]
+    if not chosen:
+        return np.zeros(len(where), dtype=bool)
+    if len(chosen) == len(distinct):
+        return np.ones(len(where), dtype=bool)
+    if len(chosen) == 1:
+        return where == chosen[0]
+    return np.isin(where, np.asarray(chosen, dtype=where.dtype))
+
+
 @functools.cache
 def text_dtype() -> Any:
     """The dtype ``Series.astype(str)`` gives: pandas' string dtype ``str`` (pandas >= 3), else object."""
@@ -89,6 +148,15 @@ def text_dtype() -> Any:
 def text_array(values: Any) -> Any:
     """Object values (all str) as a copy in the dtype ``Series.astype(str)`` gives (``text_dtype``)."""
     return pd.array(np.asarray(values, dtype=object), dtype=text_dtype(), copy=True)
+
+
+def all_text(values: np.ndarray) -> bool:
+    """Is every value of an object array a str (``infer_dtype(values, skipna=False) == "string"``)?
+    Checked on its distinct objects where it holds few, else value by value."""
+    found = distinct_objects(values)
+    if found is not None:
+        return bool(len(values)) and all(isinstance(item, str) for item in found[2])
+    return pd.api.types.infer_dtype(values, skipna=False) == "string"
 
 
 def column(values: Any, index: pd.Index) -> pd.Series:
@@ -101,12 +169,11 @@ def column(values: Any, index: pd.Index) -> pd.Series:
     if isinstance(values, pd.Series) and values.dtype != object and values.index.equals(index):
         return values
     array = np.asarray(values)
-    if (array.dtype == object and text_dtype() != object and len(array)
-            and pd.api.types.infer_dtype(array, skipna=False) == "string"):
+    if array.dtype == object and text_dtype() != object and len(array) and all_text(array):
         return pd.Series(text_array(array), index=index, copy=False)
     if isinstance(values, pd.Series):  # its own memory is read-only under copy-on-write: a Series takes a copy
         return pd.Series(array, index=index)
     return pd.Series(array, index=index, copy=False)
 
 
-__all__ = ["choice_codes", "column", "full", "render", "select", "take", "text_array", "text_dtype", "where"]
+__all__ = ["addresses", "all_text", "choice_codes", "column", "distinct_objects", "factorize_text", "full", "rows_holding", "render", "select", "take", "text_array", "text_dtype", "where"]

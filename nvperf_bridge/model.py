@@ -114,7 +114,7 @@ def constant_values(model: Model, gpu: GpuProfile) -> dict[str, float]:
 def column_or_nan(kernels: pd.DataFrame, name: str) -> pd.Series:
     """A numeric column as float, all-NaN when the frame lacks it."""
     if name not in kernels.columns:
-        return pd.Series(np.nan, index=kernels.index, dtype="float64")
+        return constant_column(np.nan, kernels.index)  # within a run, one all-NaN array for every absent counter
     column = kernels[name]
     if column.dtype == np.float64:  # already what to_numeric + astype give: no copy (copy-on-write guards it)
         return column
@@ -162,7 +162,15 @@ def empty_result(kernels: pd.DataFrame) -> pd.DataFrame:
     model's result (a shallow copy: pandas' copy-on-write copies a column before anything writes
     to it); most are replaced by the model, and a million-kernel column is 8 MB of new memory."""
     index = kernels.index
-    return run_value(("empty_result", id(index), len(index)), [index], lambda: _empty_result(index)).copy(deep=False)
+    return run_value(("empty_result", *_index_key(index)), [index], lambda: _empty_result(index)).copy(deep=False)
+
+
+def _index_key(index: pd.Index) -> tuple:
+    """What a run's shared column is keyed on for its index: a RangeIndex by its range (each model gets
+    its own shallow copy of the frame, whose index may be a new object), any other by identity."""
+    if isinstance(index, pd.RangeIndex):
+        return ("range", index.start, index.stop, index.step)
+    return ("index", id(index), len(index))
 
 
 def _empty_result(index: pd.Index) -> pd.DataFrame:
@@ -187,8 +195,9 @@ def _empty_result(index: pd.Index) -> pd.DataFrame:
 _PLAIN_SCALARS = (bool, int, float, str, np.bool_, np.integer, np.floating)
 
 
-def constant_column(value: Any, index: pd.Index) -> pd.Series:
-    """The column ``frame[name] = value`` stores for a scalar ``value`` (same dtype, same bits).
+def constant_column(value: Any, index: pd.Index, dtype: str | None = None) -> pd.Series:
+    """The column ``frame[name] = value`` stores for a scalar ``value`` (same dtype, same bits), or with
+    ``dtype`` the Series ``pd.Series(value, index=index, dtype=dtype)``.
 
     Within a run (``shared_evaluations``) it is made once per value, type and index and shared by
     every result that holds it: a constant detail (``launch_ns`` = 0, a GPU constant, an option's
@@ -197,14 +206,19 @@ def constant_column(value: Any, index: pd.Index) -> pd.Series:
     pandas' copy-on-write copies the shared array before any write, so no frame sees another's
     change."""
     def make() -> pd.Series:
+        if dtype is not None:
+            return pd.Series(value, index=index, dtype=dtype)
         holder = pd.DataFrame(index=index)
         holder["value"] = value  # exactly what assigning the scalar to a result frame stores
-        return holder["value"]
+        column = holder["value"]
+        column.name = None  # as pd.Series(value, index) is named
+        return column
 
     # keyed on the dtype the column gets and the value's bits (as keys NaN == NaN fails and 0.0 == -0.0 holds)
     kind = "str" if isinstance(value, str) else np.asarray(value).dtype.str
     bits = value if isinstance(value, str) else np.asarray(value).tobytes()
-    return run_value(("constant", kind, bits, id(index), len(index)), [index], make)
+    shared = run_value(("constant", kind, dtype, bits, *_index_key(index)), [index], make)
+    return shared.copy(deep=False)  # the caller's own Series object (a name set on it stays its own)
 
 
 def detail_column(values: Any, index: pd.Index) -> Any:
@@ -233,16 +247,19 @@ def validate_result(model_id: str, kernels: pd.DataFrame, result: Any) -> tuple[
         )
     if "predicted_ns" not in result.columns:
         raise ModelError("evaluate returned no 'predicted_ns' column", model_id=model_id)
+    from nvperf_bridge.labels import rows_holding
+
     result = result.copy(deep=False)  # copy-on-write: the model's own frame is never changed
     for name, default in (("predicted_cycles", np.nan), ("bottleneck", "unknown"), ("state", ""), ("error", "")):
         if name not in result.columns:
-            result[name] = default
-    error, error_kept = _text_values(result["error"], "")
+            result[name] = constant_column(default, result.index)  # what assigning the scalar stores, made once per run
+    error, error_kept, error_objects = _text_values(result["error"], "")
     given = result["predicted_ns"]
     predicted = pd.to_numeric(given, errors="coerce").to_numpy(dtype="float64")  # maybe the column's memory: read only
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(predicted) | (predicted <= 0)
-    unexplained = bad & (error == "")
+    no_reason = rows_holding(error_objects, lambda text: text == "") if error_objects else error == ""
+    unexplained = bad & no_reason
     if unexplained.any():
         count = int(unexplained.sum())
         warnings.append(
@@ -250,16 +267,18 @@ def validate_result(model_id: str, kernels: pd.DataFrame, result: Any) -> tuple[
         )
         error, error_kept = error.copy(), False
         error[unexplained] = "model returned no valid prediction (NaN, infinite or <= 0) and gave no reason"
+        no_reason = no_reason & ~unexplained
     if not error_kept:
         result["error"] = _text_series(error, result.index)
-    has_error = error != ""
+    has_error = ~no_reason
     dropped = bad | has_error
     if dropped.any() or given.dtype != np.float64:  # else the column is already what would be written
         predicted = predicted.copy()
         predicted[dropped] = np.nan
         result["predicted_ns"] = pd.Series(predicted, index=result.index, copy=False)
-    labels, labels_kept = _text_values(result["bottleneck"], "unknown")
-    off_vocabulary = ~pd.Series(labels, copy=False).isin(BOTTLENECKS).to_numpy()
+    labels, labels_kept, label_objects = _text_values(result["bottleneck"], "unknown")
+    off_vocabulary = rows_holding(label_objects, lambda label: label not in BOTTLENECKS) if label_objects else \
+        ~pd.Series(labels, copy=False).isin(BOTTLENECKS).to_numpy()
     if off_vocabulary.any():
         warnings.append(
             f"model {model_id}: bottleneck labels outside the shared vocabulary "
@@ -271,24 +290,31 @@ def validate_result(model_id: str, kernels: pd.DataFrame, result: Any) -> tuple[
         labels[replace] = "unknown"
     if not labels_kept:
         result["bottleneck"] = _text_series(labels, result.index)
-    state, state_kept = _text_values(result["state"], "")
+    state, state_kept, _ = _text_values(result["state"], "")
     if not state_kept:
         result["state"] = _text_series(state, result.index)
     return result, warnings
 
 
-def _text_values(column: pd.Series, fill: str) -> tuple[np.ndarray, bool]:
-    """What ``column.fillna(fill).astype(str)`` holds, as an object array of str, and whether the
-    column is that already (string dtype, nothing missing).
+def _text_values(column: pd.Series, fill: str) -> tuple[np.ndarray, bool, Any]:
+    """What ``column.fillna(fill).astype(str)`` holds, as an object array of str, whether the column
+    is that already (string dtype, nothing missing), and the array's ``labels.distinct_objects`` when
+    they tell it (else None).
 
     The array may be the column's own memory: read it, never write it. One pass checks that every
-    value is a str (none missing), where fillna + astype would be a pass each."""
-    from nvperf_bridge.labels import text_dtype
+    value is a str (none missing), where fillna + astype would be a pass each; a column of a few
+    string objects (as the models build them) is checked on those objects alone."""
+    from nvperf_bridge.labels import distinct_objects, text_dtype
 
     values = column.to_numpy(dtype=object)
-    if len(values) and pd.api.types.infer_dtype(values, skipna=False) == "string":
-        return values, column.dtype == text_dtype()
-    return np.asarray(column.fillna(fill).astype(str), dtype=object), False
+    found = distinct_objects(values)
+    if found is not None and len(values):
+        if all(isinstance(item, str) for item in found[2]):  # infer_dtype's "string", on the distinct objects
+            return values, column.dtype == text_dtype(), found
+    elif len(values) and pd.api.types.infer_dtype(values, skipna=False) == "string":
+        return values, column.dtype == text_dtype(), None
+    values = np.asarray(column.fillna(fill).astype(str), dtype=object)
+    return values, False, distinct_objects(values)
 
 
 def _text_series(values: np.ndarray, index: pd.Index) -> pd.Series:

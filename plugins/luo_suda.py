@@ -439,8 +439,8 @@ class LuoSudaModel:
         for name, values in details.items():
             result[name] = constant_column(values, kernels.index) if np.isscalar(values) \
                 else labels.column(values, kernels.index)
-        result["memory_source"] = ("global requests and transactions (L1/L2 hits counted as memory accesses, "
-                                   "as the paper assumes)")
+        result["memory_source"] = constant_column("global requests and transactions (L1/L2 hits counted as memory "
+                                                  "accesses, as the paper assumes)", kernels.index)
         return result
 
 

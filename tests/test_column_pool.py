@@ -32,7 +32,7 @@ def test_shared_results_read_exactly_as_unshared(kernels, monkeypatch) -> None:
     gpu = resolve_profile("gtx-1080-ti")
     registry = load_registry()
     shared, _ = run_models(kernels, gpu, registry)
-    monkeypatch.setattr(column_pool.ColumnPool, "share", lambda self, frame: frame)
+    monkeypatch.setattr(column_pool.ColumnPool, "_share", lambda self, frame, given: frame)
     alone = {mid: run_models(kernels, gpu, registry, [mid])[0][mid] for mid in registry.models}
     for mid, run in shared.items():
         pd.testing.assert_frame_equal(run.result, alone[mid].result, check_exact=True)

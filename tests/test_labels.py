@@ -51,3 +51,36 @@ def test_full_and_text_array_read_as_astype_str() -> None:
     pd.testing.assert_series_equal(as_text, expected)
     values[0] = "changed"  # text_array copies: the column never follows the array
     assert as_text.iloc[0] == "unknown"
+
+
+def test_distinct_objects_find_a_columns_few_strings_and_the_rows_holding_them() -> None:
+    """A model's text column refers to a few string objects: they are found by address, and the rows
+    holding one that a test accepts are the rows where the value passes it."""
+    from nvperf_bridge.labels import all_text, distinct_objects, rows_holding, take
+
+    values = take(["compute", "", "memory-bandwidth"], [0, 1, 2, 1, 1, 0])
+    found = distinct_objects(values)
+    assert found is not None and sorted(found[2]) == ["", "compute", "memory-bandwidth"]
+    np.testing.assert_array_equal(rows_holding(found, lambda text: text == ""), values == "")
+    np.testing.assert_array_equal(rows_holding(found, lambda text: text != "compute"), values != "compute")
+    assert all_text(values)
+    with_none = values.copy()
+    with_none[3] = None
+    assert not all_text(with_none)
+    # equal strings at different addresses are told apart only by value, never merged wrongly
+    copies = np.array(["a" * 20, "".join(["a"] * 20)], dtype=object)
+    found = distinct_objects(copies)
+    assert len(found[2]) == 2 and rows_holding(found, lambda text: text == "a" * 20).all()
+    assert distinct_objects(np.arange(3)) is None
+    assert distinct_objects(take(["x"], np.zeros(5, dtype=int)), limit=0) is None
+
+
+def test_factorize_text_gives_pandas_codes_by_address() -> None:
+    """Codes in order of first appearance, equal strings one code wherever they sit, NaN its own code."""
+    from nvperf_bridge.labels import factorize_text
+
+    names = ["kernel_b", "kernel_a", "".join(["kernel", "_b"]), np.nan, "kernel_a", "kernel_c", np.nan]
+    series = pd.Series(np.array(names * 50, dtype=object), dtype="str")
+    np.testing.assert_array_equal(factorize_text(series), pd.factorize(series, use_na_sentinel=False)[0])
+    as_object = pd.Series(np.array(names, dtype=object), dtype=object)
+    np.testing.assert_array_equal(factorize_text(as_object), pd.factorize(as_object, use_na_sentinel=False)[0])

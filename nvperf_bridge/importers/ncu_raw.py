@@ -34,6 +34,7 @@ from nvperf_bridge.importers.text import (
     TableStream,
     parse_numbers,
     read_table,
+    streamed_header,
     table_at,
     tuple_product,
     unparsed,
@@ -159,16 +160,13 @@ def read_stream(path: Path, head: Head, found: Sniffed, raw_columns: frozenset[s
     The result is the frame ``read`` builds from the whole text, value for value.
     """
     text = head.text
-    header_end = text.find("\n", found.start)
-    units_end = text.find("\n", header_end + 1) if header_end >= 0 else -1
-    if header_end < 0 or units_end < 0:
-        return None  # a header at the very end of the head: the whole-text path
-    header = next(csv.reader(io.StringIO(text[found.start:header_end])), [])
-    names = [h.strip() for h in header]
-    if len(set(names)) != len(names) or not names:
+    # a header at the very end of the head (no line after it): the whole-text path
+    table = streamed_header(head, found.start, lambda text, _, header_end: _has_units_row(text, header_end),
+                            next_line=True)
+    if table is None:
         return None
-    has_units = _has_units_row(text, header_end)
-    units = next(csv.reader(io.StringIO(text[header_end + 1:units_end])), []) if has_units else None
+    header, names, units = table.header, table.names, table.units
+    has_units = units is not None
     keep = column_filter(raw_columns)
     file_header = header
     if keep is not None:
@@ -178,8 +176,7 @@ def read_stream(path: Path, head: Head, found: Sniffed, raw_columns: frozenset[s
         if units is not None:
             units = [units[i] for i in chosen]
         header, names = [header[i] for i in chosen], [names[i] for i in chosen]
-    start = head.bom + len(text[:found.start].encode("utf-8"))
-    header_line = text.count("\n", 0, found.start)
+    start, header_line = table.start, table.line
     built = _arrow_columns(path, start, file_header, header, names, has_units, text[found.start:])
     if built is None:  # no pyarrow, or a table only pandas' parser reads the way read() does
         try:

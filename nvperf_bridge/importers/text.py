@@ -14,7 +14,7 @@ import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -175,6 +175,45 @@ def read_head(path: Path, size: int = STREAM_HEAD_BYTES) -> Head | None:
     return Head(data=data, text=text, bom=bom)
 
 
+@dataclass(frozen=True)
+class StreamedHeader:
+    """The header (and units) line of a table a ``read_stream`` reads straight from the file."""
+
+    header: list[str]  # the header's fields as written
+    names: list[str]  # the same, stripped
+    units: list[str] | None  # the units row's fields, where the table has one
+    start: int  # the byte offset of the header line in the file
+    line: int  # how many lines come before the header line
+
+
+def streamed_header(head: Head, start: int, has_units: Callable[[str, int, int], bool], *,
+                    next_line: bool = False) -> StreamedHeader | None:
+    """The header at character ``start`` of ``head.text`` (and its units row where ``has_units(text,
+    start, header_end)``), or None where the streamed path cannot take the table: the header (or the
+    units row, or with ``next_line`` whatever line follows the header) not complete within the head,
+    no names, or a name twice."""
+    import csv
+
+    text = head.text
+    header_end = text.find("\n", start)
+    if header_end < 0:
+        return None
+    next_end = text.find("\n", header_end + 1)
+    if next_line and next_end < 0:
+        return None
+    header = next(csv.reader(io.StringIO(text[start:header_end])), [])
+    names = [h.strip() for h in header]
+    if not names or len(set(names)) != len(names):
+        return None
+    units: list[str] | None = None
+    if has_units(text, start, header_end):
+        if next_end < 0:
+            return None
+        units = next(csv.reader(io.StringIO(text[header_end + 1:next_end])), [])
+    return StreamedHeader(header, names, units, head.bom + len(text[:start].encode("utf-8")),
+                          text.count("\n", 0, start))
+
+
 class NeedsWholeText(Exception):
     """The streamed path met something only the whole-text path handles (a carriage return)."""
 
@@ -278,15 +317,11 @@ def read_streamed_table(path: Path, head: Head, start: int, *, rest_limit: int =
     import csv
     import warnings
 
-    text = head.text
-    header_end = text.find("\n", start)
-    if header_end < 0:
+    table = streamed_header(head, start, lambda *_: False)  # the caller reads a units row, if any
+    if table is None:
         return None
-    header = next(csv.reader(io.StringIO(text[start:header_end])), [])
-    names = [h.strip() for h in header]
-    if not names or len(set(names)) != len(names):
-        return None
-    stream = TableStream(path, head.bom + len(text[:start].encode("utf-8")))
+    header, names = table.header, table.names
+    stream = TableStream(path, table.start)
     try:
         with warnings.catch_warnings():
             # a row longer than the header would silently lose fields: the whole-text path repairs it
