@@ -21,7 +21,9 @@ every 20 ms; see ``_WRAPPER``):
 - models: every built-in model on 1M kernels (the raw frame tiled), in process: < 2 s
   (floor: reading the models' input columns once). One ``run_models`` call, as an analysis makes:
   the launch geometry is computed once (its own line) and the recommended estimate's Transit
-  evaluation is the Transit model's too.
+  evaluation is the Transit model's too. Also printed: the page faults of the run and the time this
+  machine takes to touch as much new memory as the results hold (fresh memory is most of the time
+  on a virtual machine whose host takes freed pages back: see RESULTS.md run H).
 - excel: ``analyze -o review.xlsx`` vs a bare openpyxl write-only dump of the same
   Summary and Inputs; target 30 s at 100k kernels, scaled linearly to the size run.
 - memory: peak RSS of ``analyze`` to each output format on the 1M-launch raw file: <= 1.5x its size.
@@ -39,6 +41,7 @@ import importlib.util
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -443,9 +446,19 @@ def bench_models(raw: Path, n: int) -> tuple[Row, list[str]]:
     # one run_models call for every model, as an analysis makes it: the launch geometry is computed once
     # and the recommended estimate's Transit evaluation is the Transit model's too (model.evaluate_shared)
     gc.collect()
+    before = resource.getrusage(resource.RUSAGE_SELF)
     t, c = time.perf_counter(), time.process_time()
     runs, _ = run_models(frame, gpu, registry)
     total, total_cpu = time.perf_counter() - t, time.process_time() - c
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    # what the results cost in memory: the machine's price of fresh memory is part of the figure (on a
+    # virtual machine that hands freed pages back to its host, 5-10x more when the machine is idle)
+    held = _result_bytes(runs)
+    touch = _first_touch_s(held)
+    faults = after.ru_minflt - before.ru_minflt
+    memory_note = (f"page faults {faults:,} ({fmt_b(faults * 4096)} first touched), {after.ru_stime - before.ru_stime:.2f} "
+                   f"CPU s in the kernel; the results hold {fmt_b(held)} of their own, and touching that much new "
+                   f"memory takes {touch:.2f} s here now")
     lines = []
     for mid, run in runs.items():
         state = "failed: " + run.failure[:80] if run.result is None else \
@@ -456,6 +469,7 @@ def bench_models(raw: Path, n: int) -> tuple[Row, list[str]]:
     kerr = runs.get("kerr")
     lines.append(f"all but kerr (set-up included): {fmt_s(total - (kerr.wall_s if kerr else 0.0))} wall, "
                  f"{fmt_s(total_cpu - (kerr.cpu_s if kerr else 0.0))} CPU")
+    lines.append(memory_note)
     lines.append(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     note = ", ".join(f"{mid} {run.wall_s:.2f}" for mid, run in runs.items())
     count = len(runs)
@@ -464,7 +478,42 @@ def bench_models(raw: Path, n: int) -> tuple[Row, list[str]]:
     # CPU seconds of this process: on a shared machine the wall time counts the other jobs' turns too
     return Row(f"all {count} built-in models, {n:,} kernels (in process)", total,
                f"read the {len(used)} input columns once", floor, limit_seconds=2.0,
-               note=f"wall s per model: {note}, set-up {shared:.2f}; CPU s in all: {total_cpu:.1f}"), lines
+               note=f"wall s per model: {note}, set-up {shared:.2f}; CPU s in all: {total_cpu:.1f}; "
+                    f"{fmt_b(held)} of results, whose first touch alone takes {touch:.2f} s here"), lines
+
+
+def _result_bytes(runs) -> int:
+    """Bytes of memory the model results hold, each array once (columns shared between results count once)."""
+    import numpy as np
+
+    seen: dict[int, int] = {}
+    for run in runs.values():
+        if run.result is None:
+            continue
+        for name in run.result.columns:
+            values = getattr(run.result[name].array, "_ndarray", None)
+            values = values if isinstance(values, np.ndarray) else run.result[name].to_numpy()
+            seen[values.__array_interface__["data"][0]] = values.nbytes
+    return sum(seen.values())
+
+
+def _first_touch_s(nbytes: int) -> float:
+    """Seconds to write ``nbytes`` of new memory in 8 MB arrays (as the models' columns at 1M kernels), kept
+    until all are written: the price of the results' memory alone on this machine, now."""
+    import numpy as np
+
+    from nvperf_bridge.hugepages import small_pages
+
+    arrays = []
+    with small_pages():  # as run_models allocates
+        t = time.perf_counter()
+        for _ in range(max(1, nbytes // 8_000_000)):
+            array = np.empty(1_000_000)
+            array.fill(1.0)
+            arrays.append(array)
+        elapsed = time.perf_counter() - t
+    del arrays
+    return elapsed
 
 
 def _required(model) -> list[str]:

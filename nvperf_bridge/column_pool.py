@@ -19,11 +19,12 @@ dtypes and column order of every result are the same as before, only the memory 
 
 from __future__ import annotations
 
-import ctypes
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from nvperf_bridge.labels import addresses
 
 _SAMPLES = 16  # values read from each column for its fingerprint (then an exact comparison)
 
@@ -36,15 +37,9 @@ def _comparable(series: pd.Series) -> np.ndarray | None:
         values = series.to_numpy(copy=False)
         return values.view(f"u{values.itemsize}") if values.ndim == 1 else None
     if dtype == object or isinstance(dtype, pd.StringDtype):
-        values = getattr(series.array, "_ndarray", None)  # pandas' python-backed strings, or object
-        if not isinstance(values, np.ndarray) or values.dtype != object or values.ndim != 1 \
-                or not values.flags.c_contiguous:
-            return None
-        if not len(values):
-            return np.empty(0, dtype=np.uintp)
         # the object pointers themselves: the same address is the same string (a different address
         # may still hold an equal string; it is then not shared, never wrongly shared)
-        return np.ctypeslib.as_array((ctypes.c_size_t * len(values)).from_address(values.ctypes.data))
+        return addresses(getattr(series.array, "_ndarray", None))  # pandas' python-backed strings, or object
     return None
 
 
