@@ -23,7 +23,7 @@ every 20 ms; see ``_WRAPPER``):
   the launch geometry is computed once (its own line) and the recommended estimate's Transit
   evaluation is the Transit model's too. Also printed: the page faults of the run and the time this
   machine takes to touch as much new memory as the results hold (fresh memory is most of the time
-  on a virtual machine whose host takes freed pages back: see RESULTS.md run H).
+  on a virtual machine whose host takes freed pages back: see RESULTS.md run I).
 - excel: ``analyze -o review.xlsx`` vs a bare openpyxl write-only dump of the same
   Summary and Inputs; target 30 s at 100k kernels, scaled linearly to the size run.
 - memory: peak RSS of ``analyze`` to each output format on the 1M-launch raw file: <= 1.5x its size.
