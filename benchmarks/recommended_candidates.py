@@ -14,7 +14,7 @@ way of blending with Transit. Every candidate and the shipped form are fitted th
 bounded least squares on log(predicted/measured), soft_l1, f_scale 0.5, from NEUTRAL), but on
 the term table computed once (``recommended.term_table``) instead of through ``evaluate``, so a
 candidate takes about a minute instead of ten. On the shipped form the figures equal
-fit_recommended.py's (16.7% / 84.4% on fold seeds 0-2 for model 2.2; 19.7% / 84.4% for model 2.1,
+fit_recommended.py's (16.4% / 84.4% on fold seeds 0-2 for model 2.2; 19.7% / 84.4% for model 2.1,
 the ``model2.1`` candidate here).
 
 Printed per candidate: median APE / within 2x held out (5-fold grouped by application on
@@ -63,6 +63,7 @@ class Candidate:
     overhead_outside_blend: bool = False
     settings: dict[str, Any] = field(default_factory=dict)  # CalibrationSettings fields other than the shipped fit's (loss, f_scale)
     start: dict[str, float] = field(default_factory=dict)  # start values other than NEUTRAL (with ``held``: the value held)
+    bounds: dict[str, tuple[float, float]] = field(default_factory=dict)  # fit bounds other than the shipped ones
     prior: float = 0.0  # weight of one residual log(value / start) per fitted constant (0: no prior)
 
 
@@ -132,6 +133,8 @@ CANDIDATES = [
     Candidate("appw0.25", "fit weights (kernels of the application)^-1/4", weights="app^0.25"),
     Candidate("pmax", "soft maximum held at p = 20 (the largest bound wins, as in a roofline)", held=("p",),
               start={"p": 20.0}),
+    Candidate("nolatfloor", "k_latency down to 0.001 cycles (no dual-issue floor), as first shipped in model 2.2",
+              bounds={"k_latency": (1e-3, 1e3)}),
     Candidate("prior1", "a pull of every fitted constant toward its start value (NEUTRAL): weight 1 per log unit",
               prior=1.0),
     Candidate("cauchy0.5", "fit loss cauchy, f_scale 0.5 (kernels far outside 2x pull less than with soft_l1)",
@@ -213,7 +216,8 @@ def _specs(candidate: Candidate) -> tuple[list[Any], dict[str, float]]:
     from nvperf_bridge.model import ConstantSpec
 
     start = {**NEUTRAL, **candidate.start}
-    specs = [ConstantSpec(name, NEUTRAL[name], unit, bounds, meaning, "neutral") for name, unit, bounds, meaning in _SPECS]
+    specs = [ConstantSpec(name, NEUTRAL[name], unit, candidate.bounds.get(name, bounds), meaning, "neutral")
+             for name, unit, bounds, meaning in _SPECS]
     for name, (_, k0, bounds) in candidate.extra_terms.items():
         start[f"k_{name}"] = k0
         specs.append(ConstantSpec(f"k_{name}", k0, "cycles", bounds, name, "neutral"))

@@ -322,3 +322,38 @@ def test_the_shipped_fit_path_passes_the_application_weights(realdata_dir: Path,
     apps = calibration.application_groups(kernels)
     by_app = pd.Series(seen[0] ** 2, index=kernels.index).groupby(apps).sum()
     assert len(seen[0]) == len(kernels) and by_app.to_numpy() == pytest.approx([1.0, 1.0])
+
+
+def test_the_latency_constant_stays_above_the_dual_issue_floor(realdata_dir: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trained without eigenvalues and concurrentKernels (the single-warp, latency-bound applications,
+    which one fold of fold seed 4 holds out), cuBLAS's ILP-rich GEMMs are left to set k_latency: without
+    a floor the fit drives it to 0.001 cycles and concurrentKernels' clock_block (one thread spinning
+    for 10.7 ms) comes out over 20x too fast (about 140x). One warp issues at most two instructions per
+    cycle, so the fit stops at 0.5 cycles and clock_block stays within 10x (about 8x too fast)."""
+    import importlib
+
+    from nvperf_bridge.analysis import choose_gpu
+    from nvperf_bridge.calibration import application_groups, measured_ns
+    from nvperf_bridge.discovery import read_inputs
+
+    assert next(bounds for name, _, bounds, _ in recommended._SPECS if name == "k_latency")[0] == 0.5
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    screening = importlib.import_module("recommended_candidates")
+    corpus = realdata_dir / "magus-corpus"
+    kernels = read_inputs(sorted(f for f in corpus.iterdir() if f.suffix == ".csv")).kernels
+    kernels = kernels[measured_ns(kernels).notna()]
+    gpu, _ = choose_gpu(kernels, None)
+    apps = application_groups(kernels)
+    train = ~apps.isin(["cudasdk_eigenvalues", "cudasdk_concurrentKernels"]).to_numpy()
+    clock = (kernels["kernel_name"].astype(str).str.startswith("clock_block")).to_numpy()
+    ratios = {}
+    for name in ("shipped", "nolatfloor"):
+        candidate = next(c for c in screening.CANDIDATES if c.name == name)
+        terms = screening._terms(candidate, kernels, gpu)
+        values = screening._fit(candidate, terms[train], kernels[train], 4)
+        if name == "shipped":
+            assert values["k_latency"] >= 0.5
+        predicted = screening._TermEvaluator(candidate, terms[clock]).predict(values)
+        ratios[name] = float(predicted[0] / measured_ns(kernels[clock]).iloc[0])
+    assert ratios["nolatfloor"] < 0.05 < 0.1 < ratios["shipped"]
