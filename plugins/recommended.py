@@ -107,6 +107,8 @@ SCHEDULERS_PER_SM = 4  # warp schedulers per SM, cc 3.x (Kepler) to 10.x/12.x: C
 SECTOR_BYTES = 32
 # The bound model's terms (the soft maximum); Transit is blended in geometrically, not a term.
 BOUND_TERMS = ("issue", "dram", "l2", "shared", "fp64", "atomic", "latency", "memlat")
+# the dominant L2 term is named "dram" where DRAM bytes are at least this share of the L2's bytes
+L2_HIT_SHARE = 0.5
 TERMS = (*BOUND_TERMS, "transit")
 TERM_BOTTLENECK = {"issue": "compute", "fp64": "compute", "dram": "memory-bandwidth", "l2": "memory-bandwidth",
                    "shared": "memory-bandwidth", "latency": "parallelism", "memlat": "memory-latency",
@@ -404,6 +406,13 @@ class RecommendedModel:
         arrays = [scaled[name].to_numpy(dtype="float64") for name in BOUND_TERMS]
         largest = pd.Series(row_max(arrays), index=kernels.index, copy=False)
         dominant_code = np.where(largest > 0, row_argmax(arrays), len(BOUND_TERMS))
+        # the L2 term counts every byte the L2 served, DRAM's included: where DRAM backed most of them
+        # (a streaming kernel, L2 bytes = DRAM bytes), the traffic that binds is DRAM's, whatever
+        # k_l2 charges for passing through the L2, and the term named is "dram", not "l2" (an L2-bound
+        # kernel serves most of its bytes from L2 hits)
+        dram_backed = (terms["dram"] >= L2_HIT_SHARE * terms["l2"]).to_numpy()
+        dominant_code = np.where((dominant_code == BOUND_TERMS.index("l2")) & dram_backed,
+                                 BOUND_TERMS.index("dram"), dominant_code)
         term_names = [*BOUND_TERMS, "overhead", "launch overhead"]
         dominant = labels.take(term_names, dominant_code)
         bound_model = values["overhead_ns"] + largest

@@ -97,7 +97,8 @@ def _kernel(**overrides: float) -> pd.DataFrame:
 def test_a_streaming_kernel_is_dram_bound_and_twice_the_bytes_takes_about_twice_as_long() -> None:
     """Every byte of this kernel goes through the L2 to DRAM (256 MB both): it is memory-bandwidth bound,
     set by the larger of the DRAM bound at the datasheet bandwidth and the L2-traffic bound, whose fitted
-    factor (above 1 since model 2.2) charges the same bytes at the bandwidth the GTX 1080 Ti sustains."""
+    factor (above 1 since model 2.2) charges the same bytes at the bandwidth the GTX 1080 Ti sustains.
+    Either way the traffic is DRAM's, and the dominant term says so."""
     gpu = resolve_profile("gtx-1080-ti")
     small = MODEL.evaluate(_kernel(), gpu, {})
     big = MODEL.evaluate(_kernel(dram_bytes=512e6, global_ld_sectors=12e6, global_st_sectors=4e6,
@@ -105,11 +106,19 @@ def test_a_streaming_kernel_is_dram_bound_and_twice_the_bytes_takes_about_twice_
                                  inst_global_ld=3.2e5, inst_global_st=1e5), gpu, {})
     assert small["error"][0] == "" and small["bottleneck"][0] == "memory-bandwidth"
     k_l2 = recommended.shipped_fit()["constants"]["k_l2"]
-    assert small["dominant_term"][0] == ("l2" if k_l2 > 1 else "dram")
+    assert small["dominant_term"][0] == "dram" and small["state"][0].startswith("dominant term: dram")
     assert small["T_l2_ns"][0] == pytest.approx(k_l2 * small["T_dram_ns"][0])
     # 256 MB at 484 GB/s is 529 us; the estimate stays within a factor of 2 of that bound
     assert 529e3 / 2 < small["predicted_ns"][0] < 529e3 * 2
     assert big["predicted_ns"][0] / small["predicted_ns"][0] == pytest.approx(2.0, rel=0.1)
+
+
+def test_a_kernel_served_from_l2_hits_names_the_l2_term() -> None:
+    """The same 256 MB of L2 traffic with an eighth of it from DRAM (the rest L2 hits): the L2 term
+    binds and is named, where the streaming kernel above names DRAM."""
+    out = MODEL.evaluate(_kernel(dram_bytes=32e6), resolve_profile("gtx-1080-ti"), {})
+    assert out["error"][0] == "" and out["bottleneck"][0] == "memory-bandwidth"
+    assert out["T_l2_ns"][0] > 8 * out["T_dram_ns"][0] and out["dominant_term"][0] == "l2"
 
 
 def test_missing_dram_counter_is_named_and_other_gpu_is_flagged_as_extrapolated() -> None:
