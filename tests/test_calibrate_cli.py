@@ -286,6 +286,11 @@ def test_calibrate_option_is_kept_written_and_applied_by_analyze_under_the_users
     code, _, stderr = run(["calibrate", *map(str, files), "--gpu", "gtx-1080-ti", "--model", "hong-kim", "--force",
                            "--option", "transit.precision=dp", "-o", str(out), "--folds", "0"], capsys)
     assert code == 2 and "--option for model 'transit'" in stderr
+    # a misspelt option is refused with a did-you-mean, never silently ignored by the fit
+    code, _, stderr = run(["calibrate", *map(str, files), "--gpu", "gtx-1080-ti", "--model", "hong-kim", "--force",
+                           "--option", "hong-kim.case_selektion=published", "-o", str(out), "--folds", "0"], capsys)
+    assert code == 2 and "has no option 'case_selektion'" in stderr and "case_selection" in stderr
+    assert load_profile_file(out).raw["model_options"]["hong-kim"] == written  # the profile is untouched
     json.dumps(profile.raw["model_options"])  # plain values
 
 

@@ -81,6 +81,13 @@ def calibrate_command(
     if unknown:
         raise UsageError(f"--option for model {unknown[0]!r}, which is not calibrated here",
                          hint=f"the models calibrated: {', '.join(wanted)}")
+    if options:  # an option no model reads is a usage error with a did-you-mean, as in analyze
+        from nvperf_bridge.analysis import run_models
+        from nvperf_bridge.run_options import check_options_read, watch_options
+
+        watched, watches = watch_options(registry, options)
+        runs, _ = run_models(imported.kernels, base, watched, sorted(options), options)
+        check_options_read(watches, runs, options)
     settings = CalibrationSettings(folds=folds, seed=seed, loss=loss, only=_parse_constants(constant or [], wanted),
                                    options=options)
     result = calibrate(imported.kernels, base, {mid: registry.get(mid) for mid in wanted}, settings)
