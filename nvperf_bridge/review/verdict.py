@@ -275,7 +275,8 @@ def decide(totals: np.ndarray, counts: np.ndarray, labelled: np.ndarray, judged:
       ``covered``: the view read every unit (``view_covers_every_unit``).
 
     Columns: ``verdict``, ``voted`` (the vote's own winner), ``rule`` (``RULE_*``),
-    ``agreeing`` / ``voted_agreeing`` (models that voted for the verdict / the vote's winner), ``voting``, ``view`` (``nsight_sides``),
+    ``agreeing`` / ``voted_agreeing`` (models that voted for the verdict / the vote's winner), ``voting``,
+    ``view`` (``nsight_sides``),
     ``judging`` (the view where it may judge: a latency view only where every unit was read),
     ``disagree`` (a vote checked against the time stands against the view).
     """
