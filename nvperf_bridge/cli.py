@@ -107,15 +107,19 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _fewer_collections() -> None:
+def _fewer_collections() -> tuple[int, ...]:
     """Run the cycle collector less often. A command allocates a few million objects that reference
     counting frees; at Python's default thresholds (700, 10, 10) the collector still ran about 200
     young and 1 to 3 full passes over everything imported (pandas, matplotlib, openpyxl): 0.08 CPU s
     of a small JSON run, 0.25 s of a small workbook. With young passes every 10,000 allocations a full
-    pass still comes every million, so cycles left by a long run are still freed."""
+    pass still comes every million, so cycles left by a long run are still freed. Returns the
+    thresholds before, which ``main`` puts back (a caller running ``main`` in its own process keeps
+    its setting)."""
     import gc
 
+    before = gc.get_threshold()
     gc.set_threshold(10_000, 10, 10)
+    return before
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,34 +133,40 @@ def main(argv: list[str] | None = None) -> int:
     from nvperf_bridge.signals import handle_signals
 
     args = list(sys.argv[1:] if argv is None else argv)
-    _fewer_collections()
+    collections_before = _fewer_collections()
     debug = "--debug" in args
     command = invoked_command(args)
     install_plain_params()  # option values converted without importing pydantic (cli_params)
     application = build_app(None, listing=True) if command is None else build_app(frozenset({command}))
+    import gc
+
     try:
-        with handle_signals():  # Ctrl-C / SIGTERM anywhere: temporary files removed, exit 130 / 143
-            application(args=args, prog_name="nvperf-bridge")
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except NvperfError as exc:
-        if debug:
-            raise
-        typer.echo(f"nvperf-bridge: error: {exc}", err=True)
-        code = exc.exit_code
-    except KeyboardInterrupt:
-        typer.echo("nvperf-bridge: interrupted", err=True)
-        code = 130
-    except BrokenPipeError:
-        code = 0
-    except Exception as exc:  # a bug: one line, the traceback only with --debug
-        if debug:
-            raise
-        typer.echo(
-            f"nvperf-bridge: internal error: {type(exc).__name__}: {exc} (rerun with --debug and report it)", err=True
-        )
-        code = 1
+        try:
+            with handle_signals():  # Ctrl-C / SIGTERM anywhere: temporary files removed, exit 130 / 143
+                application(args=args, prog_name="nvperf-bridge")
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except NvperfError as exc:
+            if debug:
+                raise
+            typer.echo(f"nvperf-bridge: error: {exc}", err=True)
+            code = exc.exit_code
+        except KeyboardInterrupt:
+            typer.echo("nvperf-bridge: interrupted", err=True)
+            code = 130
+        except BrokenPipeError:
+            code = 0
+        except Exception as exc:  # a bug: one line, the traceback only with --debug
+            if debug:
+                raise
+            typer.echo(
+                f"nvperf-bridge: internal error: {type(exc).__name__}: {exc} (rerun with --debug and report it)",
+                err=True,
+            )
+            code = 1
+    finally:
+        gc.set_threshold(*collections_before)
     return int(code)
 
 

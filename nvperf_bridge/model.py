@@ -38,6 +38,13 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
+# Model results share columns (empty_result, constant_column, column_pool) and column_or_nan hands
+# out the input's own arrays: that is safe only under copy-on-write, pandas 3's only mode. pandas 2
+# (the newest on Python 3.10) has it as an option, off by default: without it one model's in-place
+# write would reach another model's result and the input frame.
+if int(pd.__version__.split(".")[0]) < 3:
+    pd.set_option("mode.copy_on_write", True)
+
 from nvperf_bridge.columns import describe_missing
 from nvperf_bridge.gpu import GpuProfile, ModelConstant
 

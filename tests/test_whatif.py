@@ -117,7 +117,9 @@ def test_no_gain_keeps_the_measured_setting(matrixmul: list[Path]) -> None:
     s = whatif_files(matrixmul, kernel="matrixMul", vary={"registers_per_thread": [16, 32, 64]},
                      model_ids=["transit", "hong-kim"])
     reference = s.points.iloc[0]
-    for mid, point, ns, change in best_points(s):
+    answers = best_points(s)
+    assert [mid for mid, *_ in answers] == ["transit", "hong-kim"]
+    for mid, point, ns, change in answers:
         assert point.startswith(KEEP_MEASURED), (mid, point)
         assert change == 0.0 and ns == pytest.approx(reference[f"{mid}.predicted_ns"])
     faster = whatif_files(matrixmul, kernel="matrixMul", vary={}, gpu_targets=["v100-sxm2"], model_ids=["roofline"])

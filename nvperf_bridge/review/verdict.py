@@ -26,7 +26,7 @@ Nsight's view
 
 When the measurement outweighs the vote
     A vote that no model earned against the measured time (no model of the group
-    within 2x of a time it did not read its inputs from) is a claim nothing here
+    that names a bottleneck within 2x of a time it did not read its inputs from) is a claim nothing here
     has checked; where Nsight's view of the same launches contradicts it, the
     verdict follows the measured throughputs instead (``MEASURED_LABEL``) and the
     basis says so and names the models' overruled label. Where a model was judged
@@ -212,10 +212,14 @@ def nsight_side(compute: float, memory: float) -> str:
 def nsight_sides(compute: np.ndarray, memory: np.ndarray) -> np.ndarray:
     """Per row: 'compute' or 'memory' where the busier side is at least ``SOL_BOUND`` of peak,
     'latency' where both are below it, '' where neither was measured."""
-    c = np.where(np.isnan(compute), -1.0, compute)
-    m = np.where(np.isnan(memory), -1.0, memory)
+    c, m = _measured_or_below(compute), _measured_or_below(memory)
     side = np.where(np.maximum(c, m) < SOL_BOUND, "latency", np.where(c > m, "compute", "memory"))
-    return np.where(np.isnan(compute) & np.isnan(memory), "", side).astype(object)
+    return np.where(~np.isfinite(compute) & ~np.isfinite(memory), "", side).astype(object)
+
+
+def _measured_or_below(fraction: np.ndarray) -> np.ndarray:
+    """The fractions of peak with -1 where nothing finite was measured (NaN, or inf from a zero peak)."""
+    return np.where(np.isfinite(fraction), fraction, -1.0)
 
 
 def measured_label(view: str, compute: float, memory: float, ranked: list[str],
@@ -241,9 +245,7 @@ def _measured_labels(view: np.ndarray, compute: np.ndarray, memory: np.ndarray, 
     latency = _SIDES_OF_VOTED == "latency"
     voted = np.where(latency, totals, 0.0)
     named = np.where(latency, labelled, 0.0)
-    c = np.where(np.isnan(compute), -1.0, compute)
-    m = np.where(np.isnan(memory), -1.0, memory)
-    fallback = np.where(m >= c, "memory-latency", "parallelism")
+    fallback = np.where(_measured_or_below(memory) >= _measured_or_below(compute), "memory-latency", "parallelism")
     # argmax takes the first of equal values: ties go to the vocabulary's order, as in the vote
     on_latency = np.where(voted.max(axis=1) > 0, _VOTED_ARRAY[voted.argmax(axis=1)],
                           np.where(named.max(axis=1) > 0, _VOTED_ARRAY[named.argmax(axis=1)], fallback))
