@@ -54,6 +54,10 @@ class ModelRun:
     constants: dict[str, ResolvedConstant] = field(default_factory=dict)
     failure: str = ""  # why the model as a whole produced nothing
     options: dict[str, Any] = field(default_factory=dict)
+    # where each option came from: "--option" or "profile <id>" (a calibrated profile's model_options)
+    options_from: dict[str, str] = field(default_factory=dict)
+    # option values beyond the paper, as the model declares them ({option: (value, ...)})
+    extension_options: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     description: str = ""  # the model's one-line description, for report headers
     constant_specs: dict[str, Any] = field(default_factory=dict)  # name -> ConstantSpec (unit, meaning), for reports
     requires: tuple[str, ...] = ()  # the model's required canonical columns, to say what is missing
@@ -320,8 +324,13 @@ def _run_models(
         model = loaded.model
         # the profile's model_options (a calibrated profile's chosen options) under the user's --option
         model_options = gpu.options_for(mid, options.get(mid, {}))
+        given = options.get(mid, {})
         run = ModelRun(mid, str(getattr(model, "version", "")), str(getattr(model, "paper", "")), loaded.origin, None,
                        options=model_options, description=str(getattr(model, "description", "")),
+                       options_from={name: "--option" if name in given else f"profile {gpu.id}"
+                                     for name in model_options},
+                       extension_options={name: tuple(values) for name, values in
+                                          dict(getattr(model, "extension_options", None) or {}).items()},
                        constant_specs={spec.name: spec for spec in getattr(model, "constants", ())
                                        if hasattr(spec, "name")})
         printed: list[str] = []
@@ -368,13 +377,19 @@ def analyze(
     ``constants`` ({model: {name: value}}) override the profile's machine constants for
     this run (status 'overridden'); an option a model never reads is a usage error with a
     did-you-mean (``nvperf_bridge.run_options``)."""
-    from nvperf_bridge.run_options import check_options_read, override_constants, watch_options
+    from nvperf_bridge.run_options import (check_options_read, check_profile_options_read, override_constants,
+                                           watch_options)
 
     kernels = imported.kernels
     chosen = choose_gpus(kernels, gpu, profile_dirs)
     registry = registry or load_registry(plugin_files)
-    watched, watches = watch_options(registry, options or {})
     profiles = {profile.id: override_constants(profile, registry, constants or {}) for _, profile, _ in chosen}
+    # the user's options and every profile's model_options: a name no model reads is an error
+    watched_names: dict[str, dict[str, Any]] = {mid: dict(given) for mid, given in (options or {}).items()}
+    for each in profiles.values():
+        for mid, given in (each.raw.get("model_options") or {}).items():
+            watched_names.setdefault(mid, {}).update(given or {})
+    watched, watches = watch_options(registry, watched_names)
     if len(profiles) == 1:
         profile = next(iter(profiles.values()))
         choice = "; ".join(dict.fromkeys(how for _, _, how in chosen))
@@ -392,6 +407,8 @@ def analyze(
                            for p, _ in parts)
         runs, warnings = _run_per_device(parts, kernels.index, watched, model_ids, options, timeout_s, isolate)
     check_options_read(watches, runs, options or {})
+    for each in profiles.values():
+        check_profile_options_read(watches, runs, each)
     notes = list(dict.fromkeys(p.fallback_note for p in profiles.values() if p.fallback_note))
     warnings = [*notes, *compute_capability_warnings(kernels, chosen), *warnings]
     for mid, run in runs.items():

@@ -54,6 +54,7 @@ from nvperf_bridge.accuracy import accuracy_stats, within_factor_share, worst_gr
 from nvperf_bridge.errors import InputError, ModelError, OutputError, UsageError
 from nvperf_bridge.gpu import GpuProfile, ModelConstant
 from nvperf_bridge.model import ConstantSpec, resolve_constants, validate_result
+from nvperf_bridge.run_options import is_extension
 
 # A change of log(prediction) smaller than this counts as "no change"
 # (1e-9 relative: far below any profiler's timing resolution).
@@ -193,6 +194,7 @@ class ModelCalibration:
     # the options the fit ran with: the user's, and those chosen among the model's calibration_options
     options: dict[str, Any] = field(default_factory=dict)
     chosen_options: dict[str, Any] = field(default_factory=dict)  # only those the fit chose (not the user's)
+    extension_options: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # the model's, to mark EXTENSIONs
 
     @property
     def values(self) -> dict[str, float]:
@@ -613,14 +615,17 @@ def calibrate_model(
 ) -> ModelCalibration:
     """Fit one model's constants to the measured durations and cross-validate the fit."""
     outcome = ModelCalibration(model.id, str(getattr(model, "version", "")))
+    outcome.extension_options = {name: tuple(values)
+                                 for name, values in dict(getattr(model, "extension_options", None) or {}).items()}
     specs: tuple[ConstantSpec, ...] = tuple(getattr(model, "constants", ()) or ())
     if not specs:
         outcome.skipped = "declares no machine constants (nothing to calibrate)"
         if callable(getattr(model, "fit", None)):
             outcome.skipped += "; it is a learned model: train it with 'nvperf-bridge fit'"
         return outcome
-    # the base profile's model_options (a calibrated profile's earlier choice) under the user's
-    options = gpu.options_for(model.id, settings.options.get(model.id, {}))
+    # the options held through the fit: the user's --option over the base profile's model_options
+    # that a person set; those an earlier fit chose (a calibrated profile's) are chosen again here
+    options = gpu.pinned_options_for(model.id, settings.options.get(model.id, {}))
     if model.id in settings.only:
         unknown = sorted(set(settings.only[model.id]) - {spec.name for spec in specs})
         if unknown:
@@ -978,8 +983,11 @@ def _options_provenance(outcome: ModelCalibration) -> dict[str, Any]:
     each cross-validation fold chose on its own training applications."""
     cv = outcome.cv
     folds = [{name: fold.get(name) for name in outcome.chosen_options} for fold in (cv.fold_options if cv else [])]
+    extensions = [name for name, value in outcome.chosen_options.items()
+                  if is_extension(value, outcome.extension_options.get(name, ()))]
     return {
         "chosen": dict(outcome.chosen_options),
+        **({"extensions": extensions} if extensions else {}),  # chosen values beyond the paper
         "how": ("fitted once per option set the model offers (calibration_options); the set whose fit reached the "
                 f"lowest objective on the calibration rows, the defaults unless another was lower by more than "
                 f"{OPTION_MARGIN:.1%}; each cross-validation fold chose again on its training applications only"),

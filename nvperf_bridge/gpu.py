@@ -180,6 +180,19 @@ class GpuProfile:
         chosen = (self.raw.get("model_options") or {}).get(model_id) or {}
         return {**chosen, **(given or {})}
 
+    def fitted_option_names(self, model_id: str) -> set[str]:
+        """The options of ``model_id`` under ``model_options`` that an earlier ``calibrate`` chose by
+        its fit (its calibration block's ``models.ID.options.chosen``), not ones a person set."""
+        block = ((self.raw.get("calibration") or {}).get("models") or {}).get(model_id) or {}
+        return set(((block.get("options") or {}).get("chosen") or {}))
+
+    def pinned_options_for(self, model_id: str, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The options a new fit must keep: ``model_options`` set by a person (a fit's own earlier
+        choices are chosen again, never pinned), under ``given`` (the user's ``--option``)."""
+        fitted = self.fitted_option_names(model_id)
+        kept = {name: value for name, value in self.options_for(model_id).items() if name not in fitted}
+        return {**kept, **(given or {})}
+
 
 # ---- loading and validation --------------------------------------------------
 

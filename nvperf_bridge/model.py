@@ -24,6 +24,8 @@ A model may offer ``calibration_options`` ({option: (default, alternative, ...)}
 the paper leaves open (or named extensions) that ``calibrate`` chooses between on its
 training data (``calibration.option_candidates``); a calibrated profile records the choice
 under ``model_options`` and ``analyze`` applies it under the user's ``--option``.
+A model may also declare ``extension_options`` ({option: (value, ...)}): the option values
+beyond its paper, which reports and ``calibrate`` mark EXTENSION where a run uses them.
 """
 
 from __future__ import annotations
@@ -470,10 +472,16 @@ def number_option(options: Mapping[str, Any], name: str, default: float, model_i
 
 
 def choice_option(options: Mapping[str, Any], name: str, allowed: tuple[str, ...], model_id: str) -> str:
-    """One of ``allowed`` (case-insensitive), else ``allowed[0]``."""
+    """One of ``allowed`` (case-insensitive), else ``allowed[0]``. A boolean stands for the switch
+    word it is spelt as: YAML reads a profile's ``l2_reads: off`` as False (YAML 1.1's on/off,
+    yes/no, true/false), so False is the choice ``off``/``no``/``false`` that ``allowed`` holds."""
     from nvperf_bridge.errors import ModelError
 
-    value = str(options.get(name, allowed[0])).strip().lower()
+    given = options.get(name, allowed[0])
+    if isinstance(given, bool):
+        words = ("on", "yes", "true") if given else ("off", "no", "false")
+        given = next((word for word in words if word in allowed), given)
+    value = str(given).strip().lower()
     if value not in allowed:
         raise ModelError(f"option {name} must be one of {', '.join(allowed)}, got {options.get(name)!r}",
                          model_id=model_id)

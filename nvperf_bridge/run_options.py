@@ -93,19 +93,65 @@ def watch_options(registry: Any, options: Mapping[str, Mapping[str, Any]]) -> tu
     return dataclasses.replace(registry, models=models), watches
 
 
+def _unread_option(watch: OptionWatch, run: Any, given: Mapping[str, Any]) -> tuple[str, list[str]] | None:
+    """(the first key of ``given`` the model never asked for, the keys it did ask for), or None when
+    every key was read or the model's reading cannot be judged (it iterated its options, or failed)."""
+    tracked = watch.tracked
+    if tracked is None or tracked.iterated or run is None or run.result is None or not tracked.asked:
+        return None
+    unknown = [key for key in given if key not in tracked.asked and key not in INTERNAL_OPTIONS]
+    return (unknown[0], sorted(tracked.asked - INTERNAL_OPTIONS)) if unknown else None
+
+
 def check_options_read(watches: dict[str, OptionWatch], runs: Mapping[str, Any],
                        options: Mapping[str, Mapping[str, Any]]) -> None:
     """Raise on the first option a model that ran never asked for."""
     for mid, watch in watches.items():
-        tracked = watch.tracked
-        run = runs.get(mid)
-        if tracked is None or tracked.iterated or run is None or run.result is None or not tracked.asked:
-            continue
-        unknown = [key for key in options.get(mid, {}) if key not in tracked.asked and key not in INTERNAL_OPTIONS]
-        if unknown:
-            known = sorted(tracked.asked - INTERNAL_OPTIONS)
-            raise UsageError(f"model {mid} has no option {unknown[0]!r}{did_you_mean(unknown[0], known)}",
+        unread = _unread_option(watch, runs.get(mid), options.get(mid, {}))
+        if unread:
+            key, known = unread
+            raise UsageError(f"model {mid} has no option {key!r}{did_you_mean(key, known)}",
                              hint=f"its options: {', '.join(known)}")
+
+
+def check_profile_options_read(watches: dict[str, OptionWatch], runs: Mapping[str, Any], profile: Any) -> None:
+    """Raise on the first option under the profile's ``model_options`` that its model never asked
+    for: a misspelt name in a hand-edited profile would otherwise be ignored without a word."""
+    from nvperf_bridge.errors import ProfileError
+
+    for mid, given in (profile.raw.get("model_options") or {}).items():
+        watch = watches.get(mid)
+        unread = _unread_option(watch, runs.get(mid), given or {}) if watch is not None else None
+        if unread:
+            key, known = unread
+            raise ProfileError(f"model {mid} has no option {key!r}{did_you_mean(key, known)}",
+                               path=profile.path or profile.id, key=f"model_options.{mid}.{key}",
+                               hint=f"its options: {', '.join(known)}; fix or remove the line")
+
+
+def is_extension(value: Any, extension_values: tuple[Any, ...]) -> bool:
+    """Whether an option value is one its model declares beyond the paper (``extension_options``);
+    text compares without case, as ``choice_option`` reads it."""
+    def norm(v: Any) -> Any:
+        return v.strip().lower() if isinstance(v, str) else v
+    return any(norm(value) == norm(each) for each in extension_values)
+
+
+def describe_options(options: Mapping[str, Any], extension_options: Mapping[str, tuple[Any, ...]],
+                     options_from: Mapping[str, str] | None = None) -> list[str]:
+    """One text per option a model ran with (set by the user or a profile; the model's defaults
+    are not listed): ``name=value``, where it came from, and EXTENSION where the model declares
+    the value beyond its paper. What reports and ``calibrate`` print beside a model's numbers."""
+    texts = []
+    for name, value in options.items():
+        if name in INTERNAL_OPTIONS:
+            continue
+        notes = [options_from[name]] if options_from and name in options_from else []
+        if is_extension(value, tuple(extension_options.get(name, ()))):
+            notes.append("EXTENSION, not the paper")
+        shown = str(value).lower() if isinstance(value, bool) else value
+        texts.append(f"{name}={shown}" + (f" ({'; '.join(notes)})" if notes else ""))
+    return texts
 
 
 def split_assignment(item: str, flag: str, shape: str, example: str) -> tuple[str, str, str]:
@@ -159,5 +205,6 @@ def override_constants(gpu: Any, registry: Any, constants: Mapping[str, Mapping[
     return dataclasses.replace(gpu, model_constants=table)
 
 
-__all__ = ["OptionWatch", "TrackedOptions", "check_options_read", "did_you_mean", "override_constants",
+__all__ = ["OptionWatch", "TrackedOptions", "check_options_read", "check_profile_options_read", "describe_options",
+           "did_you_mean", "is_extension", "override_constants",
            "parse_constants", "split_assignment", "watch_options"]

@@ -207,6 +207,9 @@ class HongKimModel:
     # Eq. (23) or the one Section 3.2.2 describes (the paper contradicts itself; see the module docstring),
     # and whether texture fetches seen only in L2 count as memory warps (an EXTENSION)
     calibration_options = {"case_selection": CASE_SELECTIONS, "l2_reads": L2_READS}
+    # option values beyond the paper (reports and calibrate mark them EXTENSION); see "Options" above
+    extension_options = {"memory_inputs": ("dram", "levels"), "load_bytes": ("sectors",), "cache_aware": (True, "true"),
+                         "l2_reads": ("memory-warps",), "shared_memory": ("pipe",)}
     requires = Requirements(
         required=(
             "grid_blocks",

@@ -142,6 +142,8 @@ class KothapalliModel:
     """The HiPC'09 MAX/SUM model; see the module docstring for inputs, options and rules."""
 
     id = "kothapalli"
+    # option values beyond the paper (reports and calibrate mark them EXTENSION); see "Options" above
+    extension_options = {"global_memory": ("levels",), "thread_floor": (True, "true")}
     version = "1.0.0"
     description = (
         "Per-thread compute and memory cycles (coalescing (L+k)/k, shared-memory bank conflicts 4k), "

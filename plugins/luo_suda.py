@@ -272,6 +272,8 @@ class LuoSudaModel:
     """Luo & Suda (2011) MPD/CPD model with the four calculate-period types."""
 
     id = "luo-suda"
+    # option values beyond the paper (reports and calibrate mark them EXTENSION); see "Options" above
+    extension_options = {"global_memory": ("levels",)}
     version = "1.0.0"
     description = "Luo-Suda: memory/computation parallel degree (MPD, CPD) and four calculate-period types"
     paper = (

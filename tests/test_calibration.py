@@ -374,6 +374,7 @@ class OverlapModel(FakeModel):
 
     def __post_init__(self) -> None:
         self.calibration_options = {"form": ("serial", "overlapped")}
+        self.extension_options = {"form": ("overlapped",)}  # as if beyond its paper: reports must say so
 
     def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
         c = constant_values(self, gpu)
@@ -443,6 +444,10 @@ def test_the_calibrated_profile_carries_the_chosen_options_and_the_user_override
     assert loaded.raw["model_options"] == {model.id: {"form": "overlapped"}}
     provenance = loaded.raw["calibration"]["models"][model.id]["options"]
     assert provenance["chosen"] == {"form": "overlapped"} and len(provenance["cv_folds_chose"]) == 3
+    assert provenance["extensions"] == ["form"]  # the chosen value is one the model declares beyond its paper
+    from nvperf_bridge.commands.calibrate import render_report
+
+    assert "form=overlapped (EXTENSION, not the paper)" in render_report(result)
     registry = Registry(models={model.id: LoadedModel(model, "test", "test", builtin=True)}, problems=[])
     # analyze applies the profile's options: the measured times come back
     runs, _ = run_models(kernels, loaded, registry, [model.id], {}, isolate=False)
@@ -452,6 +457,45 @@ def test_the_calibrated_profile_carries_the_chosen_options_and_the_user_override
     runs, _ = run_models(kernels, loaded, registry, [model.id], {model.id: {"form": "serial"}}, isolate=False)
     assert runs[model.id].options == {"form": "serial"}
     assert (runs[model.id].result["predicted_ns"] > kernels["duration_ns"] * 1.05).all()
+
+
+def test_recalibrating_a_calibrated_profile_chooses_its_fitted_options_again(
+    gpu: GpuProfile, tmp_path: Path
+) -> None:
+    """A calibrated profile's model_options hold what its fit chose: calibrating from it again on
+    kernels timed by the other form chooses that form (the earlier choice is a fit result, not a
+    pin). An option a person wrote under model_options stays pinned through the fit."""
+    model = OverlapModel()
+    overlapped = overlapped_kernels(model, gpu)
+    data = tmp_path / "data.csv"
+    data.write_text("measured kernels\n")
+    first = calibrate(overlapped, gpu, {model.id: model}, CalibrationSettings(folds=0, restarts=0))
+    document = calibrated_profile_mapping(first, "test-gpu-calibrated", [data], tool_version="9.9", date="2024-01-02")
+    calibrated = load_profile_file(write_profile(document, tmp_path / "test-gpu-calibrated.yaml"))
+    assert calibrated.raw["model_options"] == {model.id: {"form": "overlapped"}}
+    serial = overlapped.copy()
+    truth = with_constants(gpu, model.id, TRUE, "truth", "calibrated")
+    serial["duration_ns"] = model.evaluate(serial, truth, {"form": "serial"})["predicted_ns"]
+    again = calibrate_model(model, serial, calibrated, CalibrationSettings(folds=0, restarts=0))
+    assert again.chosen_options == {"form": "serial"} and again.options == {"form": "serial"}
+    # the same option written by a person (no calibration block chose it) is held as given
+    hand = profile_from_mapping({**BASE_PROFILE, "model_options": {model.id: {"form": "overlapped"}}}, "hand.yaml")
+    pinned = calibrate_model(model, serial, hand, CalibrationSettings(folds=0, restarts=0))
+    assert pinned.chosen_options == {} and pinned.options == {"form": "overlapped"}
+
+
+def test_a_yaml_switch_word_read_as_a_boolean_is_the_choice_it_spells() -> None:
+    """YAML 1.1 reads ``l2_reads: off`` in a profile as False: the model takes it as ``off``,
+    as ``--option hong-kim.l2_reads=off`` gives it, never as an error."""
+    from nvperf_bridge.errors import ModelError
+    from nvperf_bridge.model import choice_option
+
+    switches = ("off", "memory-warps")
+    assert yaml.safe_load("l2_reads: off") == {"l2_reads": False}
+    assert choice_option({"l2_reads": False}, "l2_reads", switches, "hong-kim") == "off"
+    assert choice_option({"l2_reads": "OFF"}, "l2_reads", switches, "hong-kim") == "off"
+    with pytest.raises(ModelError, match="must be one of off, memory-warps, got True"):
+        choice_option({"l2_reads": True}, "l2_reads", switches, "hong-kim")  # no 'on' among the choices
 
 
 def test_a_profile_option_must_be_a_plain_value(tmp_path: Path) -> None:

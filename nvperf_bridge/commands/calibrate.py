@@ -209,6 +209,8 @@ def _pct(value: Any) -> str:
 def render_report(result: CalibrationResult, command: str = "") -> str:
     """The calibration report as Markdown: the before/after held-out table, then per model
     what was fitted and what could not be, with the reasons."""
+    from nvperf_bridge.run_options import describe_options
+
     lines = [f"## Calibration of `{result.base.id}` on {result.kernels} kernel row(s) in {result.groups} kernel group(s)", ""]
     if command:
         lines += ["Regenerate with:", "", "```sh", command, "```", ""]
@@ -247,7 +249,7 @@ def render_report(result: CalibrationResult, command: str = "") -> str:
         if o.cv is not None:
             lines += [f"Cross-validation: {o.cv.note}.", ""]
         if o.chosen_options:
-            chosen = ", ".join(f"{name}={value}" for name, value in o.chosen_options.items())
+            chosen = "; ".join(describe_options(o.chosen_options, o.extension_options))
             folds = "; ".join(", ".join(f"{name}={fold.get(name)}" for name in o.chosen_options)
                               for fold in (o.cv.fold_options if o.cv else []))
             lines += [(f"Options chosen by the fit (the lowest objective of the option sets the model offers; "

@@ -51,7 +51,7 @@ import io
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -61,6 +61,7 @@ from nvperf_bridge.columns import CANONICAL_COLUMNS, IDENTITY_COLUMNS
 from nvperf_bridge.model import BOTTLENECKS
 from nvperf_bridge.review.build import Review, build_review
 from nvperf_bridge.review.groups import TOP_SHARE
+from nvperf_bridge.run_options import describe_options
 from nvperf_bridge.reports.xlsx_rows import Quoted, RawBlock, RawColumn, plain_numbers, write_rows
 from nvperf_bridge.reports.common import (
     BOTTLENECK_COLORS,
@@ -814,6 +815,9 @@ def _model_sheet(analysis: Analysis, run: ModelRun, title: str, order: np.ndarra
     notes = [f"{run.model_id} {run.version}: {run.paper}".strip()]
     if run.description:
         notes.append(run.description)
+    options = describe_options(run.options, run.extension_options, run.options_from)
+    if options:
+        notes.append(f"Options: {'; '.join(options)}.")
     side = _constants_block(run)
     side_widths = [22.0, 12.0, 10.0, 11.0, 45.0, 45.0]
     if run.result is None:
@@ -940,10 +944,47 @@ def _inputs_sheet(analysis: Analysis, large: bool) -> TableSheet:
 _GPU_FIELDS_SKIP = {"schema_version", "sources", "models", "calibration", "notes"}
 
 
+def _flat_fields(raw: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """A profile's fields with nested mappings spelt out, one row per leaf
+    (``model_options.hong-kim.l2_reads``): a cell holds one value, never a mapping."""
+    for key, value in raw.items():
+        if isinstance(value, Mapping) and not (not prefix and key in _GPU_FIELDS_SKIP):
+            yield from _flat_fields(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
+def _calibration_fields(calibration: Mapping[str, Any], profile: str) -> Iterator[tuple[str, Any]]:
+    """A calibrated profile's provenance block as rows a reviewer reads: the files as a count (their
+    sha256 stay in the profile), one row per model with its held-out error, fitted constants and
+    chosen options, and nested settings spelt out; never a mapping's repr in one cell."""
+    for key, value in calibration.items():
+        if key == "data" and isinstance(value, list):
+            yield key, f"{len(value)} file(s), each with its sha256 under calibration.data in {profile}"
+        elif key == "models" and isinstance(value, Mapping):
+            for mid, block in value.items():
+                if not isinstance(block, Mapping):
+                    yield f"models.{mid}", value
+                    continue
+                held = (block.get("error") or {}).get("cv_held_out") or {}
+                parts = [f"held-out median APE {held['median_ape']:.1%}"
+                         if isinstance(held.get("median_ape"), (int, float)) else "not cross-validated"]
+                if block.get("fitted"):
+                    parts.append(f"fitted {', '.join(block['fitted'])}")
+                chosen = (block.get("options") or {}).get("chosen") or {}
+                if chosen:
+                    parts.append("options chosen: " + ", ".join(f"{name}={v}" for name, v in chosen.items()))
+                yield f"models.{mid}", "; ".join(parts)
+        elif isinstance(value, Mapping):
+            yield from ((f"{key}.{name}", leaf) for name, leaf in _flat_fields(value))
+        else:
+            yield key, value
+
+
 def _gpu_sheet(analysis: Analysis) -> TableSheet:
     gpu = analysis.gpu
     fields, values, sources = [], [], []
-    for key, value in gpu.raw.items():
+    for key, value in _flat_fields(gpu.raw):
         if key in _GPU_FIELDS_SKIP:
             continue
         fields.append(key)
@@ -960,7 +1001,7 @@ def _gpu_sheet(analysis: Analysis) -> TableSheet:
             sources.append(None)
     calibration = gpu.raw.get("calibration")
     if isinstance(calibration, dict):
-        for key, value in calibration.items():
+        for key, value in _calibration_fields(calibration, gpu.path or gpu.id):
             fields.append(f"calibration.{key}")
             values.append(safe_text(str(value)) if not isinstance(value, (int, float)) else value)
             sources.append(None)
@@ -1017,8 +1058,10 @@ def _notes_sheet(analysis: Analysis, large: bool) -> TableSheet:
             add("Models", mid, f"FAILED as a whole: {run.failure}")
         else:
             predicted = int(run.result["predicted_ns"].notna().sum())
+            options = describe_options(run.options, run.extension_options, run.options_from)
             add("Models", mid, f"version {run.version}; predicted {predicted:,} of {len(run.result):,} kernels; "
-                               f"constants: {constant_status_summary(run)}; from {run.origin}")
+                               f"constants: {constant_status_summary(run)}; from {run.origin}"
+                               + (f"; options: {'; '.join(options)}" if options else ""))
     for warning in analysis.warnings:
         add("Warnings", "warning", warning)
     if not analysis.warnings:

@@ -100,6 +100,7 @@ from nvperf_bridge.analysis import Analysis
 from nvperf_bridge.discovery import profile_rows
 from nvperf_bridge.model import RESULT_COLUMNS
 from nvperf_bridge.review.build import build_review, review_dict
+from nvperf_bridge.run_options import INTERNAL_OPTIONS, is_extension
 from nvperf_bridge.reports.common import detail_columns, full_names, kernel_ids, python_value, display_names
 
 SCHEMA_VERSION = 3
@@ -284,6 +285,12 @@ def _document(analysis: Analysis, review: dict[str, Any] | None = None) -> dict[
             mid: {
                 "version": run.version, "paper": run.paper, "origin": run.origin,
                 "failed": run.result is None, "failure": run.failure,
+                # what the model ran with beyond its defaults: the user's --option, a profile's model_options
+                "options": {
+                    name: {"value": python_value(value), "from": run.options_from.get(name, ""),
+                           "extension": is_extension(value, run.extension_options.get(name, ()))}
+                    for name, value in run.options.items() if name not in INTERNAL_OPTIONS
+                },
                 "constants": {
                     name: {"value": python_value(c.value), "source": c.source, "status": c.status}
                     for name, c in run.constants.items()

@@ -31,6 +31,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import pandas as pd
 
 from nvperf_bridge.analysis import Analysis
+from nvperf_bridge.run_options import describe_options
 from nvperf_bridge.review.build import Review, build_review
 from nvperf_bridge.review.coverage import throughput_command, uses_nvprof
 from nvperf_bridge.review.roofline import roofline_points, roofs_by_gpu
@@ -443,6 +444,9 @@ def _models(analysis: Analysis, order: list[Any], number: dict[Any, int], short:
             continue
         predicted = int(run.result["predicted_ns"].notna().sum())
         facts.append(f"Predicted {predicted:,} of {len(run.result):,} kernels.")
+        options = describe_options(run.options, run.extension_options, run.options_from)
+        if options:
+            facts.append(f"Options: {escape('; '.join(options))}.")
         lines.append(" ".join(facts))
         if run.constants:
             rows = [[escape(name), format_number(c.value, 4), escape(c.status), escape(c.source)]
