@@ -112,19 +112,23 @@ def test_no_gain_keeps_the_measured_setting(matrixmul: list[Path]) -> None:
     """Registers that only lower the occupancy (or leave it) gain nothing: the 'fastest' answer is the
     measured setting, never the first of several tied points read as advice to change the launch;
     a point that is faster (another GPU) is named with its gain."""
-    from nvperf_bridge.reports.whatif_report import KEEP_MEASURED, best_points
+    from nvperf_bridge.reports.whatif_report import KEEP_MEASURED, best_points, build_document
 
     s = whatif_files(matrixmul, kernel="matrixMul", vary={"registers_per_thread": [16, 32, 64]},
                      model_ids=["transit", "hong-kim"])
     reference = s.points.iloc[0]
     answers = best_points(s)
-    assert [mid for mid, *_ in answers] == ["transit", "hong-kim"]
-    for mid, point, ns, change in answers:
-        assert point.startswith(KEEP_MEASURED), (mid, point)
-        assert change == 0.0 and ns == pytest.approx(reference[f"{mid}.predicted_ns"])
+    assert [b.model for b in answers] == ["transit", "hong-kim"]
+    for b in answers:
+        assert b.keep_measured and b.answer.startswith(KEEP_MEASURED), b
+        assert b.point == reference["point"]  # a row of the points table, not a sentence
+        assert b.change == 0.0 and b.predicted_ns == pytest.approx(reference[f"{b.model}.predicted_ns"])
+    document = build_document(s)
+    assert {entry["point"] for entry in document["fastest"]} <= {entry["point"] for entry in document["points"]}
+    assert all(entry["keep_measured"] and entry["answer"].startswith(KEEP_MEASURED) for entry in document["fastest"])
     faster = whatif_files(matrixmul, kernel="matrixMul", vary={}, gpu_targets=["v100-sxm2"], model_ids=["roofline"])
-    [(mid, point, ns, change)] = best_points(faster)
-    assert "v100-sxm2" in point and change < -0.01
+    [b] = best_points(faster)
+    assert b.gpu == "v100-sxm2" and "v100-sxm2" in b.answer and not b.keep_measured and b.change < -0.01
 
 
 def test_moving_to_another_gpu(matrixmul: list[Path]) -> None:
@@ -175,7 +179,7 @@ def test_cli_json_csv_xlsx(tmp_path: Path, capsys, matrixmul: list[Path]) -> Non
     code, out, err = run(capsys, *args, "-f", "json")
     assert code == 0, err
     doc = json.loads(out)
-    assert doc["schema"] == "nvperf-bridge/whatif/1" and doc["target_gpus"] == ["gtx-1080-ti", "a100-40gb"]
+    assert doc["schema"] == "nvperf-bridge/whatif/2" and doc["target_gpus"] == ["gtx-1080-ti", "a100-40gb"]
     assert [p["measured"] for p in doc["points"]] == [True] + [False] * 4
     assert doc["points"][3]["point"] == "block=128 on a100-40gb"
     assert doc["points"][3]["gpu"] == "a100-40gb" and doc["points"][3]["models"]["transit"]["predicted_ns"] > 0

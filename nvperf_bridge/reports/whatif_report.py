@@ -9,6 +9,7 @@ the rebuild assumed (the rules table) or could not carry over.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from nvperf_bridge.reports.study_tables import Sheet, number_cell, percent_cell,
 from nvperf_bridge.whatif import MEASURED, PARAMETERS, WhatIfStudy, rebuild_rules
 
 FIGURE_KEY = "whatif"
-SCHEMA = "nvperf-bridge/whatif/1"
+SCHEMA = "nvperf-bridge/whatif/2"  # 2: fastest[].point is always a row label; answer, gpu, keep_measured added
 
 
 def _kernel_title(study: WhatIfStudy) -> str:
@@ -128,8 +129,8 @@ def render_markdown(study: WhatIfStudy, figure_link: str | None = None) -> str:
                      f"measured setting; otherwise the answer is {KEEP_MEASURED}.")
         parts.append("")
         parts.append(table(["model", "fastest point", "predicted", "vs measured setting"],
-                           [[escape(mid), escape(point), format_time(ns), percent_cell(change, signed=True)]
-                            for mid, point, ns, change in best], ["l", "l", "r", "r"]))
+                           [[escape(b.model), escape(b.answer), format_time(b.predicted_ns),
+                             percent_cell(b.change, signed=True)] for b in best], ["l", "l", "r", "r"]))
         parts.append("")
     if figure_link:
         parts.append("## Figure")
@@ -166,11 +167,32 @@ NO_GAIN = 0.01
 KEEP_MEASURED = "the measured setting"
 
 
-def best_points(study: WhatIfStudy) -> list[tuple[str, str, float, float | None]]:
+@dataclass(frozen=True)
+class FastestPoint:
+    """One model's answer to "which setting is fastest": the point (its label in the points table),
+    the GPU, the predicted time, the change against the same model at the measured setting (a
+    fraction; None when unavailable), whether the answer is to keep the measured setting, and the
+    answer as the reports print it."""
+
+    model: str
+    point: str
+    gpu: str
+    predicted_ns: float
+    change: float | None
+    keep_measured: bool
+
+    @property
+    def answer(self) -> str:
+        if self.keep_measured:
+            return f"{KEEP_MEASURED} (no point {NO_GAIN:.0%} faster)"
+        return self.point if self.gpu in self.point else f"{self.point} on {self.gpu}"
+
+
+def best_points(study: WhatIfStudy) -> list[FastestPoint]:
     """Per model: the varied point with the smallest predicted time, and its change against the
-    same model's prediction at the measured point (a fraction; None when unavailable). Where no
-    varied point is at least ``NO_GAIN`` faster, the answer is the measured setting itself (its
-    prediction, change 0), so that a tie never reads as advice to change the launch."""
+    same model's prediction at the measured point. Where no varied point is at least ``NO_GAIN``
+    faster, the answer is the measured setting itself (its prediction, change 0), so that a tie
+    never reads as advice to change the launch."""
     p = study.points
     out = []
     for mid in study.model_ids:
@@ -182,11 +204,12 @@ def best_points(study: WhatIfStudy) -> list[tuple[str, str, float, float | None]
         reference = predicted.iloc[0]
         change = float(varied[best] / reference - 1.0) if pd.notna(reference) and reference > 0 else None
         if change is not None and change > -NO_GAIN:
-            out.append((mid, f"{KEEP_MEASURED} (no point {NO_GAIN:.0%} faster)", float(reference), 0.0))
+            first = p.index[0]
+            out.append(FastestPoint(mid, str(p.loc[first, "point"]), str(p.loc[first, "gpu"]), float(reference),
+                                    0.0, keep_measured=True))
             continue
-        point = str(p.loc[best, "point"])
-        gpu = str(p.loc[best, "gpu"])
-        out.append((mid, point if gpu in point else f"{point} on {gpu}", float(varied[best]), change))
+        out.append(FastestPoint(mid, str(p.loc[best, "point"]), str(p.loc[best, "gpu"]), float(varied[best]),
+                                change, keep_measured=False))
     return out
 
 
@@ -221,8 +244,10 @@ def build_document(study: WhatIfStudy) -> dict[str, Any]:
         "keep": study.keep,
         "models": {mid: {"version": run.version, "paper": run.paper} for mid, run in study.models.items()},
         "points": points,
-        "fastest": [{"model": mid, "point": point, "predicted_ns": ns, "change_vs_measured_setting": change}
-                    for mid, point, ns, change in best_points(study)],
+        # point: the label of a row of "points" (the measured one where keep_measured); answer: the sentence
+        "fastest": [{"model": b.model, "point": b.point, "gpu": b.gpu, "keep_measured": b.keep_measured,
+                     "answer": b.answer, "predicted_ns": b.predicted_ns, "change_vs_measured_setting": b.change}
+                    for b in best_points(study)],
         "rules": [{"column": r.column, "rule": r.rule, "why": r.why} for r in rebuild_rules().values()],
         "not_carried": study.not_carried,
         "notes": _notes(study),
