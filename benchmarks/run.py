@@ -483,7 +483,8 @@ def bench_models(raw: Path, n: int) -> tuple[Row, list[str]]:
 
 
 def _result_bytes(runs) -> int:
-    """Bytes of memory the model results hold, each array once (columns shared between results count once)."""
+    """Bytes of memory the model results hold, each array once (columns shared between results count once;
+    a column of one value repeated, a stride-0 view, holds that one value: nvperf_bridge.column_pool)."""
     import numpy as np
 
     seen: dict[int, int] = {}
@@ -493,7 +494,8 @@ def _result_bytes(runs) -> int:
         for name in run.result.columns:
             values = getattr(run.result[name].array, "_ndarray", None)
             values = values if isinstance(values, np.ndarray) else run.result[name].to_numpy()
-            seen[values.__array_interface__["data"][0]] = values.nbytes
+            repeated = values.ndim == 1 and len(values) > 1 and values.strides[0] == 0
+            seen[values.__array_interface__["data"][0]] = values.itemsize if repeated else values.nbytes
     return sum(seen.values())
 
 

@@ -15,6 +15,13 @@ objects) and, where they are equal, stores the earlier column in its place. The 
 is then freed and reused by the next model instead of fresh memory. pandas' copy-on-write copies a
 shared column before anything writes to it, so no result ever sees another's change: the values,
 dtypes and column order of every result are the same as before, only the memory is shared.
+
+A column that holds one value in every row (a GPU constant, an option's name, a source note: a
+third of the results' memory on a million kernels) is stored as that one value repeated
+(``repeated``: a read-only numpy view whose stride is 0, 8 bytes however many kernels) when it is
+float64 or text; integer and boolean columns stay as they are (some writers hand those to C code
+that wants contiguous memory). Its values, dtype and every read are the same; a write goes through
+copy-on-write as for any shared column, which makes a full array first.
 """
 
 from __future__ import annotations
@@ -41,6 +48,57 @@ def _comparable(series: pd.Series) -> np.ndarray | None:
         # may still hold an equal string; it is then not shared, never wrongly shared)
         return addresses(getattr(series.array, "_ndarray", None))  # pandas' python-backed strings, or object
     return None
+
+
+class _OneValue:
+    """The memory of a repeated column: one value, seen by numpy as ``n`` rows with stride 0 (read only).
+
+    It also holds a Series of that view (``keeper``), from which every column handed out is derived:
+    pandas' copy-on-write then always finds another reference to the values and copies them before a
+    write (a frame that owned a read-only view alone would try to write into it and fail). The Series
+    lives as long as any array viewing this memory does (numpy keeps this object as the view's base);
+    then the cycle is garbage."""
+
+    def __init__(self, one: np.ndarray, n: int) -> None:
+        self.one = one
+        self.__array_interface__ = {"shape": (n,), "typestr": one.dtype.str, "data": (one.ctypes.data, True),
+                                    "strides": (0,), "version": 3}
+        self.keeper: pd.Series | None = None
+
+
+def repeated(series: pd.Series, index: pd.Index | None = None) -> pd.Series | None:
+    """``series``' first value in every row of ``index`` (default: ``series``' own), with its dtype,
+    name and bits, held in 8 bytes (a read-only stride-0 view of a copy of that one value, see
+    ``_OneValue``); None where the column's storage is not a float64 or text numpy array (see the
+    module docstring) or it has no row."""
+    array = series.array
+    values = getattr(array, "_ndarray", None)
+    if not isinstance(values, np.ndarray) or values.ndim != 1 or not len(values) \
+            or not (values.dtype == np.float64 or values.dtype == object):
+        return None
+    index = series.index if index is None else index
+    memory = _OneValue(values[:1].copy(), len(index))  # a copy: a view would keep the column's memory alive
+    view = np.asarray(memory)
+    if isinstance(series.dtype, np.dtype):  # float64, object: the array itself (object text stays object)
+        keeper = pd.Series(view, index=index, dtype=series.dtype, name=series.name, copy=False)
+    elif hasattr(array, "_from_backing_data"):  # pandas' Python-backed strings
+        keeper = pd.Series(array._from_backing_data(view), index=index, name=series.name, copy=False)
+    else:
+        return None
+    if keeper.dtype != series.dtype or not np.shares_memory(keeper.to_numpy(copy=False) if keeper.dtype == np.float64
+                                                            else keeper.array._ndarray, view):
+        return None  # pandas copied or converted it: keep the column as it is
+    memory.keeper = keeper
+    return keeper.copy(deep=False)
+
+
+def _one_value(bits: np.ndarray, positions: np.ndarray) -> bool:
+    """Does every row hold the first row's bits (an integer view, ``_comparable``)? The sampled
+    rows first, so a column of many values costs a few reads."""
+    if not len(bits) or (len(bits) > 1 and bits.strides[0] == 0):
+        return False  # empty, or a repeated value already
+    first = bits[0]
+    return bool((bits[positions] == first).all() and (bits == first).all())
 
 
 class ColumnPool:
@@ -76,6 +134,11 @@ class ColumnPool:
             if before is not None and before.dtype == series.dtype and len(before) == n:  # replaced a moment ago
                 replaced[name] = before
                 continue
+            if _one_value(bits, positions):  # one value in every row: 8 bytes instead of a column
+                one = repeated(series)
+                if one is not None:
+                    replaced[name] = given[bits.ctypes.data] = series = one
+                    bits = _comparable(series)
             key = (str(series.dtype), n, bits[positions].tobytes())
             held = self._columns.setdefault(key, [])
             for earlier_bits, earlier in held:

@@ -84,12 +84,17 @@ def render(codes: Any, text: Callable[[int], str]) -> np.ndarray:
 def addresses(values: np.ndarray) -> np.ndarray | None:
     """The addresses of an object array's objects, per row, as unsigned integers (a view of its memory:
     read it while ``values`` lives), or None where ``values`` is not a one-dimensional contiguous
-    object array. The same address is the same object; equal strings may sit at different ones."""
-    if not isinstance(values, np.ndarray) or values.dtype != object or values.ndim != 1 \
-            or not values.flags.c_contiguous:
+    object array (or one object repeated, a stride-0 view). The same address is the same object;
+    equal strings may sit at different ones."""
+    if not isinstance(values, np.ndarray) or values.dtype != object or values.ndim != 1:
         return None
     if not len(values):
         return np.empty(0, dtype=np.uintp)
+    if len(values) > 1 and values.strides[0] == 0:  # one object repeated (column_pool.repeated): its one address
+        return np.broadcast_to(np.ctypeslib.as_array((ctypes.c_size_t * 1).from_address(values.ctypes.data)),
+                               values.shape)
+    if not values.flags.c_contiguous:
+        return None
     return np.ctypeslib.as_array((ctypes.c_size_t * len(values)).from_address(values.ctypes.data))
 
 

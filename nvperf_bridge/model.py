@@ -183,21 +183,16 @@ def _index_key(index: pd.Index) -> tuple:
 
 
 def _empty_result(index: pd.Index) -> pd.DataFrame:
-    from nvperf_bridge.labels import full, text_array
-
-    n = len(index)
-    # built from arrays, not scalars: a scalar string column is one new str per row, and pandas
-    # would copy the columns into one block only for the model to replace most of them; given as
-    # Series on the index, the frame takes them as they are (half the time of the arrays' dict)
+    # each column one value repeated (constant_column: 8 bytes where the dtype allows, shared within a
+    # run); given as Series on the index, the frame takes them as they are. A model replaces most of them.
     columns = {
-        "predicted_ns": np.full(n, np.nan),
-        "predicted_cycles": np.full(n, np.nan),
-        "bottleneck": text_array(full(n, "unknown")),
-        "state": text_array(full(n, "")),
-        "error": text_array(full(n, "")),
+        "predicted_ns": constant_column(np.nan, index),
+        "predicted_cycles": constant_column(np.nan, index),
+        "bottleneck": constant_column("unknown", index),
+        "state": constant_column("", index),
+        "error": constant_column("", index),
     }
-    return pd.DataFrame({name: pd.Series(values, index=index, copy=False) for name, values in columns.items()},
-                        copy=False)
+    return pd.DataFrame(columns, copy=False)
 
 
 # Scalar types a model gives for a detail that is one value for every kernel (a constant, an option).
@@ -214,14 +209,23 @@ def constant_column(value: Any, index: pd.Index, dtype: str | None = None) -> pd
     8 MB of new memory per column, whose first touch costs more than the model's arithmetic).
     pandas' copy-on-write copies the shared array before any write, so no frame sees another's
     change."""
+    from nvperf_bridge.column_pool import repeated
+
     def make() -> pd.Series:
+        # the one value as the column stores it (one row: its dtype and bits), then repeated in 8 bytes
+        # where the dtype allows (column_pool.repeated: float64 and text), else filled
+        rows = index[:1] if len(index) else index
         if dtype is not None:
-            return pd.Series(value, index=index, dtype=dtype)
-        holder = pd.DataFrame(index=index)
-        holder["value"] = value  # exactly what assigning the scalar to a result frame stores
-        column = holder["value"]
-        column.name = None  # as pd.Series(value, index) is named
-        return column
+            column = pd.Series(value, index=rows, dtype=dtype)
+        else:
+            holder = pd.DataFrame(index=rows)
+            holder["value"] = value  # exactly what assigning the scalar to a result frame stores
+            column = holder["value"]
+            column.name = None  # as pd.Series(value, index) is named
+        if len(index) <= 1:
+            return column
+        one = repeated(column, index)
+        return one if one is not None else pd.Series(value, index=index, dtype=column.dtype)
 
     # keyed on the dtype the column gets and the value's bits (as keys NaN == NaN fails and 0.0 == -0.0 holds)
     kind = "str" if isinstance(value, str) else np.asarray(value).dtype.str

@@ -1029,7 +1029,8 @@ def _training_rows(train: pd.DataFrame, coalesced: float, t_ns: np.ndarray,
     rows = distinct_rows([names, t_ns, *extra, *numeric])
     if rows.all_single:
         return rows, feature_table(train, coalesced), t_ns, _kernel_groups(train)
-    sub = train[list(dict.fromkeys(keys + sources))].iloc[rows.first]
+    # column by column: selecting the columns of a frame first copies them whole (speed only)
+    sub = pd.DataFrame({c: train[c].iloc[rows.first] for c in dict.fromkeys(keys + sources)}, copy=False)
     return rows, feature_table(sub, coalesced), t_ns[rows.first], _kernel_groups(sub)
 
 
@@ -1270,26 +1271,34 @@ def _fill(result: pd.DataFrame, rows: pd.Index, data: dict[str, Any], table: pd.
             state[lacking] = state[lacking] + "; not in the GPU profile, the training GPUs' mean used: " + \
                 per_kernel(machine[2])[lacking]
             columns["state"] = state
-    _write_columns(result, at, columns)
+    _write_columns(result, at, columns, fresh=inverse is not None)
 
 
-def _write_columns(result: pd.DataFrame, at: np.ndarray, columns: dict[str, Any]) -> None:
+def _write_columns(result: pd.DataFrame, at: np.ndarray, columns: dict[str, Any], fresh: bool = False) -> None:
     """``result.loc[at, name] = values`` for each column; when ``at`` holds every row, the columns
     are set whole with the dtypes that masked assignment gives a new column (numbers float64,
-    booleans object, text str), without its fill-then-overwrite copies (speed only)."""
+    booleans object, text str), without its fill-then-overwrite copies (speed only).
+    ``fresh``: the arrays are new ones nothing else holds (taken per kernel from the distinct rows'):
+    a float array is then handed to the frame as it is, where assigning it would copy it (speed only)."""
     if not at.all():
         for name, values in columns.items():
             result.loc[at, name] = values
         return
+
+    def whole(values: np.ndarray, new: bool) -> Any:
+        # a float array no one else holds goes in as it is (a Series on the index: pandas copies an array)
+        return pd.Series(values, index=result.index, copy=False) if new and values.dtype == np.float64 else values
+
     for name, values in columns.items():
         if isinstance(values, str):  # one text for every kernel: the run's shared column (speed only)
             result[name] = constant_column(values, result.index)
         elif name in result.columns:
-            result[name] = values
+            result[name] = whole(values, fresh)
         elif values.dtype.kind == "b":
             result[name] = values.astype(object)
         elif values.dtype.kind in "iuf":
-            result[name] = values.astype(np.float64, copy=False)
+            converted = values.astype(np.float64, copy=False)
+            result[name] = whole(converted, fresh or converted is not values)
         else:
             result[name] = values
 

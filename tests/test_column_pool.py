@@ -76,3 +76,57 @@ def test_constant_column_stores_what_assigning_the_scalar_stores() -> None:
             assert np.asarray(got["v"]).tobytes() == np.asarray(expected["v"]).tobytes()
     with shared_evaluations():  # 0.0 and -0.0 are different bits: never the same column
         assert np.signbit(constant_column(-0.0, index)).all() and not np.signbit(constant_column(0.0, index)).any()
+
+
+def _held_bytes(series: pd.Series) -> int:
+    values = getattr(series.array, "_ndarray", None)
+    values = values if isinstance(values, np.ndarray) else series.to_numpy()
+    return values.itemsize if len(values) > 1 and values.strides[0] == 0 else values.nbytes
+
+
+def test_a_column_of_one_value_is_held_once_and_still_written_like_any(kernels) -> None:
+    gpu = resolve_profile("gtx-1080-ti")
+    registry = load_registry()
+    runs, _ = run_models(kernels, gpu, registry)
+    hong_kim = runs["hong-kim"].result
+    # Mem_L_Coal is a GPU constant and N_source one note for every kernel: one value each, 8 bytes
+    repeated = [name for name in hong_kim.columns if _held_bytes(hong_kim[name]) < hong_kim[name].nbytes]
+    assert "Mem_L_Coal" in repeated and "N_source" in repeated
+    for name in repeated:
+        assert hong_kim[name].nunique(dropna=False) == 1
+    # the run is over, the pool is gone: a result that alone holds such a column is still written as
+    # any frame (copy-on-write makes it a full array first), and no other result sees the change
+    other = runs["luo-suda"].result
+    before = other.copy()
+    del runs
+    import gc
+
+    gc.collect()
+    first = hong_kim.index[0]
+    hong_kim.loc[first, "Mem_L_Coal"] = 12345.0
+    hong_kim.loc[first, "N_source"] = "changed"
+    assert hong_kim.loc[first, "Mem_L_Coal"] == 12345.0 and hong_kim.loc[first, "N_source"] == "changed"
+    assert (hong_kim["Mem_L_Coal"].iloc[1:] != 12345.0).all() and (hong_kim["N_source"].iloc[1:] != "changed").all()
+    pd.testing.assert_frame_equal(other, before)
+
+
+def test_repeated_keeps_dtype_bits_and_name_and_refuses_what_it_cannot_hold() -> None:
+    index = pd.RangeIndex(1000)
+    for column in (pd.Series([-0.0], name="x"), pd.Series([np.nan]), pd.Series(["text"], dtype=object),
+                   pd.Series(["text"]).astype(str)):
+        got = column_pool.repeated(column, index)
+        assert got is not None and got.dtype == column.dtype and got.name == column.name and len(got) == 1000
+        assert _held_bytes(got) == 8  # one value's bytes (a float, or the address of one str)
+        expected = pd.Series(np.repeat(column.to_numpy(dtype=object), 1000), index=index, dtype=column.dtype,
+                             name=column.name)
+        pd.testing.assert_series_equal(got, expected, check_exact=True)
+        if column.dtype == np.float64:
+            assert got.to_numpy().view(np.uint64).tolist() == expected.to_numpy().view(np.uint64).tolist()
+        alone = pd.DataFrame({"v": got}, copy=False)  # the only frame holding it: written all the same
+        del got
+        written = 1.0 if column.dtype == np.float64 else "written"
+        alone.iloc[3, 0] = written
+        assert alone["v"].iloc[3] == written
+        pd.testing.assert_series_equal(alone["v"].drop(index=3), expected.drop(index=3), check_names=False)
+    for column in (pd.Series([True]), pd.Series([3]), pd.Series([], dtype=float)):
+        assert column_pool.repeated(column, index) is None  # integers, booleans, nothing: as they are
