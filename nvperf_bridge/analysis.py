@@ -269,28 +269,30 @@ def run_models(
     geometry (``launch.launch_geometry``) is computed once here and shared by every model, and a
     model one model evaluates for another (``model.evaluate_shared``) is evaluated once. numpy's
     huge-page advice is off meanwhile where a page fault would wait for compaction
-    (``hugepages.small_pages``).
+    (``hugepages.small_pages``), and the C heap keeps what the models free (``heap.keep_freed``).
     """
+    from nvperf_bridge.heap import keep_freed
     from nvperf_bridge.hugepages import small_pages
 
     # small_pages: the models' new columns are first-touched memory, which a huge-page fault can make
-    # wait for the kernel's compaction (nvperf_bridge.hugepages; speed only, the same values)
-    with small_pages(), _shared_launch_geometry(kernels, gpu), shared_evaluations():
-        return _run_models(kernels, gpu, registry, model_ids, options, timeout_s, isolate)
+    # wait for the kernel's compaction (nvperf_bridge.hugepages); keep_freed: one model's freed arrays
+    # are the next one's, not fresh pages (nvperf_bridge.heap). Speed only, the same values.
+    with small_pages(), keep_freed(), _shared_launch_geometry(kernels, gpu) as geometry, shared_evaluations():
+        return _run_models(kernels, gpu, registry, model_ids, options, timeout_s, isolate, geometry)
 
 
 @contextlib.contextmanager
-def _shared_launch_geometry(kernels: pd.DataFrame, gpu: GpuProfile) -> Iterator[None]:
-    """The launch geometry computed once for the models of a run; should that fail, each model
-    computes its own (and fails in isolation)."""
+def _shared_launch_geometry(kernels: pd.DataFrame, gpu: GpuProfile) -> Iterator[Any]:
+    """The launch geometry computed once for the models of a run (yielded; None should that fail:
+    then each model computes its own, and fails in isolation)."""
     from nvperf_bridge.launch import shared_geometry
 
     with contextlib.ExitStack() as stack:
         try:
-            stack.enter_context(shared_geometry(kernels, gpu))
+            geometry = stack.enter_context(shared_geometry(kernels, gpu))
         except Exception:  # noqa: BLE001 - the models that need it report it, one by one
-            pass
-        yield
+            geometry = None
+        yield geometry
 
 
 def _run_models(
@@ -301,6 +303,7 @@ def _run_models(
     options: Mapping[str, Mapping[str, Any]] | None,
     timeout_s: float | None,
     isolate: bool,
+    geometry: Any = None,
 ) -> tuple[dict[str, ModelRun], list[str]]:
     options = options or {}
     warnings = list(registry.problems)
@@ -318,6 +321,8 @@ def _run_models(
 
     # a column equal to one an earlier result holds is stored once (memory only: the same values)
     pool = ColumnPool()
+    if geometry is not None:  # a model's detail equal to a geometry column (N, #Rep, active SMs) is stored as it
+        pool.offer(dict(geometry.columns))
     runs: dict[str, ModelRun] = {}
     for mid in wanted:
         loaded = registry.models[mid]

@@ -119,6 +119,12 @@ class ColumnPool:
         self.shared = [self._share(other, given) for other in more]
         return out
 
+    def offer(self, columns: dict[str, pd.Series]) -> None:
+        """Hold ``columns`` (same length, e.g. the run's launch geometry) as if an earlier result held
+        them: a result column equal to one of them is stored as it."""
+        if columns:
+            self._share(pd.DataFrame(columns, copy=False), {})
+
     def _share(self, frame: pd.DataFrame, given: dict[int, pd.Series]) -> pd.DataFrame:
         if not frame.columns.is_unique:
             return frame
