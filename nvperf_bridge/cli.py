@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from contextlib import AbstractContextManager, nullcontext
 
 import typer
 
@@ -107,6 +108,21 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# commands that never make a pandas text column: they do not import pandas for the text storage setting
+_NO_TABLES = frozenset({"gpus"})
+
+
+def _text_storage(command: str | None, args: list[str]) -> AbstractContextManager[None]:
+    """Python-backed pandas text for a command that reads tables (``text_storage``: Arrow-backed text,
+    pandas' default where pyarrow is installed, measured slower and larger for the kernel table); a
+    command's own help does not import pandas for it."""
+    if command is None or command in _NO_TABLES or "--help" in args or "-h" in args:
+        return nullcontext()
+    from nvperf_bridge.text_storage import python_text
+
+    return python_text()
+
+
 def _fewer_collections() -> tuple[int, ...]:
     """Run the cycle collector less often. A command allocates a few million objects that reference
     counting frees; at Python's default thresholds (700, 10, 10) the collector still ran about 200
@@ -142,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         try:
-            with handle_signals():  # Ctrl-C / SIGTERM anywhere: temporary files removed, exit 130 / 143
+            # Ctrl-C / SIGTERM anywhere: temporary files removed, exit 130 / 143
+            with handle_signals(), _text_storage(command, args):
                 application(args=args, prog_name="nvperf-bridge")
             code = 0
         except SystemExit as exc:

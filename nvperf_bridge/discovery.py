@@ -119,10 +119,14 @@ def classify(candidate: Candidate) -> str | None:
     return None
 
 
-def _read_one(path: str, raw_columns: frozenset[str] | None = None) -> Any:
-    """Worker: parse every table of one file with its importer (runs in a child process); a list of Parsed."""
+def _read_one(path: str, raw_columns: frozenset[str] | None = None, text_storage: str | None = None) -> Any:
+    """Worker: parse every table of one file with its importer (runs in a child process); a list of Parsed.
+    ``text_storage``: the parent's pandas text storage (``text_storage.current``), so the frame is the
+    one the parent would read itself."""
+    from nvperf_bridge import text_storage as storage
     from nvperf_bridge.importers import read_parts
 
+    storage.follow(text_storage)
     return read_parts(Path(path), raw_columns=raw_columns)
 
 
@@ -213,11 +217,13 @@ def _parse_all(paths: list[Path], workers: int, on_file: Callable[[int, int, Pat
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
+    from nvperf_bridge.text_storage import current
+
     # fork would copy a parent that may hold threads (model timeouts); spawn/forkserver start clean
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     results: list[Any] = [[] for _ in range(total)]
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method)) as pool:
-        futures = {pool.submit(_read_one, str(path), raw_columns): i for i, path in enumerate(paths)}
+        futures = {pool.submit(_read_one, str(path), raw_columns, current()): i for i, path in enumerate(paths)}
         try:
             for done, future in enumerate(as_completed(futures), 1):
                 i = futures[future]

@@ -1,7 +1,7 @@
-"""pyarrow's CSV reader (installed by the ``parquet`` extra) reads an ncu raw page into the frame pandas' parser gives.
+"""pyarrow's CSV reader (a runtime dependency) reads an ncu raw page into the frame pandas' parser gives.
 
 Every case is read twice, through pyarrow and with the pyarrow path turned off (pandas' C parser, the
-path taken without the extra), and the two must agree value for value, dtype for dtype, note for note;
+path taken where pyarrow cannot be imported), and the two must agree value for value, dtype for dtype, note for note;
 where the input is bad, both give the same one-line error. Skipped where pyarrow is not installed.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -75,6 +76,27 @@ def test_real_raw_pages_read_the_same_through_pyarrow(realdata_dir: Path, monkey
     assert read_by_arrow, "a plain ncu raw page is pyarrow's to read"
     _same(arrow, plain)
     assert len(arrow[0].frame) > 10 and "duration_ns" in arrow[0].frame.columns
+
+
+def test_without_pyarrow_pandas_parser_reads_the_same(realdata_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where pyarrow cannot be imported (a platform without its wheel), pandas' parser reads the page.
+    Text as pandas stores it without pyarrow (and as the command line asks for: ``text_storage``)."""
+    calls = []
+    original = ncu_raw._stream_columns
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    with pd.option_context("mode.string_storage", "python"):
+        arrow, _plain, _ = _both(realdata_dir / RAW, _model_names(), monkeypatch)
+        with monkeypatch.context() as patch:
+            patch.setitem(sys.modules, "pyarrow", None)  # import pyarrow now raises ImportError
+            patch.setitem(sys.modules, "pyarrow.csv", None)
+            patch.setattr(ncu_raw, "_stream_columns", spy)
+            hidden = read_parts(realdata_dir / RAW, raw_columns=_model_names())
+    assert calls, "pandas' streamed parser read it"
+    _same(arrow, hidden)
 
 
 def _rows(realdata_dir: Path) -> tuple[list[str], list[str], list[list[str]], str]:

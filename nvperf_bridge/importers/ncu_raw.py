@@ -336,7 +336,7 @@ def _stream_columns(path: Path, start: int, header: list[str], names: list[str],
     return columns, storage[:, :n], n
 
 
-# ---- pyarrow's CSV reader (the optional ``parquet`` extra installs it) -------------------------------
+# ---- pyarrow's CSV reader (a runtime dependency; pandas' parser where it cannot be imported) ----------
 
 ARROW_BLOCK = 1 << 20  # bytes per block of pyarrow's streaming reader: a block at a time is held
 
@@ -345,7 +345,7 @@ def _arrow_columns(path: Path, start: int, file_header: list[str], header: list[
                    has_units: bool, head: str):
     """``_stream_columns`` by pyarrow's streaming CSV reader: only the chosen columns (``header``, of
     the file's ``file_header``; ``head``: the text from the header line on) are converted
-    (``include_columns``), numbers straight to float64 in C; None where pyarrow is not installed or the
+    (``include_columns``), numbers straight to float64 in C; None where pyarrow cannot be imported or the
     table holds anything it would read differently from pandas' parser (the caller then takes that path).
 
     Numeric columns are asked for as float64; a column pyarrow cannot read so (words, tuples, "1,234",

@@ -79,10 +79,10 @@ details' numbers. Version 2 had moved the details out of the kernel records
 into the columnar ``details`` section.
 
 The file is written in chunks as it is produced (``iter_json``), never held
-whole in memory. Numbers are written by orjson when it is installed (the
-``fast`` extra: several times faster for the float columns) and by the
-standard library otherwise; both give the same values (orjson may spell an
-exponent differently, ``1e-7`` for ``1e-07``).
+whole in memory. Numbers are written by orjson (a runtime dependency:
+several times faster for the float columns), imported on first use; where it
+cannot be imported the standard library writes them, and both give the same
+values (orjson may spell an exponent differently, ``1e-7`` for ``1e-07``).
 
 Keys are only ever added within a schema version; a removal or a change of
 meaning increments ``schema_version``.
@@ -90,6 +90,7 @@ meaning increments ``schema_version``.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -108,10 +109,17 @@ SCHEMA_VERSION = 3
 #: Result fields whose false values (None, NaN, "", 0) are written as "" (no label, no error).
 _OR_EMPTY = ("state", "error")
 
-try:  # optional (the ``fast`` extra): numpy float columns to JSON text in C
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - exercised where orjson is not installed
-    _orjson = None
+
+@functools.cache
+def _orjson() -> Any:
+    """orjson (a runtime dependency: numpy number columns to JSON text in C), imported when a report first
+    writes a number column; None where it cannot be imported, and the standard library writes the same
+    values (``tests/test_reports_json_csv.py`` hides the module)."""
+    try:
+        import orjson
+    except ImportError:
+        return None
+    return orjson
 
 
 @dataclass(frozen=True)
@@ -408,9 +416,10 @@ def _column_array(values: Any) -> np.ndarray:
 
 def _joined_texts(array: np.ndarray) -> bytes:
     """The values of a column chunk as JSON, comma-separated (the inside of a list)."""
-    if _orjson is not None and array.dtype.kind in "fiub":
-        return _orjson.dumps(np.ascontiguousarray(array, dtype=np.float64) if array.dtype.kind == "f" else array,
-                             option=_orjson.OPT_SERIALIZE_NUMPY)[1:-1]
+    fast = _orjson() if array.dtype.kind in "fiub" else None
+    if fast is not None:
+        return fast.dumps(np.ascontiguousarray(array, dtype=np.float64) if array.dtype.kind == "f" else array,
+                          option=fast.OPT_SERIALIZE_NUMPY)[1:-1]
     return ", ".join(json_texts(array)).encode("utf-8")
 
 

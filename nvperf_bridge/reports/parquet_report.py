@@ -9,7 +9,7 @@ in ``<model>/error``). pandas (``pd.read_parquet``), polars and DuckDB read it
 as it is. The run's context (inputs, GPU, constants, accuracy, warnings) is
 in the file's key-value metadata under ``nvperf_bridge`` as JSON.
 
-Needs pyarrow (the optional ``parquet`` extra); without it the command says
+Needs pyarrow (a runtime dependency); where it cannot be imported the command says
 so before any work is done. The file is written a row group at a time
 (``ROW_GROUP`` kernels) as the bytes are produced.
 """
