@@ -144,9 +144,19 @@ def rows_holding(found: tuple[np.ndarray, np.ndarray, list[Any]], wanted: Callab
     return np.isin(where, np.asarray(chosen, dtype=where.dtype))
 
 
-@functools.cache
 def text_dtype() -> Any:
-    """The dtype ``Series.astype(str)`` gives: pandas' string dtype ``str`` (pandas >= 3), else object."""
+    """The dtype ``Series.astype(str)`` gives: pandas' string dtype ``str`` (pandas >= 3), else object; under
+    the text storage in effect now (the command line picks Python-backed text: ``text_storage``)."""
+    try:
+        storage = pd.get_option("mode.string_storage")
+    except KeyError:  # pragma: no cover - a pandas without the option
+        storage = None
+    return _text_dtype(storage)
+
+
+@functools.cache
+def _text_dtype(storage: str | None) -> Any:
+    """``text_dtype`` for one setting of ``mode.string_storage`` (made once per setting)."""
     return pd.Series(["text"], dtype=object).astype(str).dtype
 
 
