@@ -3,6 +3,7 @@ reads exactly as without the sharing, and a write to one result never reaches an
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from nvperf_bridge.gpu import resolve_profile
 from nvperf_bridge.importers import read_profiles
 from nvperf_bridge.model import constant_column, shared_evaluations
 from nvperf_bridge.registry import load_registry
+from nvperf_bridge.text_storage import python_text
 
 
 @pytest.fixture
@@ -84,10 +86,15 @@ def _held_bytes(series: pd.Series) -> int:
     return values.itemsize if len(values) > 1 and values.strides[0] == 0 else values.nbytes
 
 
-def test_a_column_of_one_value_is_held_once_and_still_written_like_any(kernels) -> None:
+def test_a_column_of_one_value_is_held_once_and_still_written_like_any(realdata_dir: Path) -> None:
     gpu = resolve_profile("gtx-1080-ti")
     registry = load_registry()
-    runs, _ = run_models(kernels, gpu, registry)
+    # as the command line runs (text_storage): with Python-backed text a column of one note is one str's
+    # address repeated; Arrow-backed text (pandas' default where pyarrow is installed) holds every value
+    with python_text():
+        corpus = realdata_dir / "magus-corpus"
+        kernels = read_profiles([corpus / "metrics_rodinia_backprop.csv", corpus / "traces_rodinia_backprop.csv"]).kernels
+        runs, _ = run_models(kernels, gpu, registry)
     hong_kim = runs["hong-kim"].result
     # Mem_L_Coal is a GPU constant and N_source one note for every kernel: one value each, 8 bytes
     repeated = [name for name in hong_kim.columns if _held_bytes(hong_kim[name]) < hong_kim[name].nbytes]
@@ -112,21 +119,26 @@ def test_a_column_of_one_value_is_held_once_and_still_written_like_any(kernels) 
 
 def test_repeated_keeps_dtype_bits_and_name_and_refuses_what_it_cannot_hold() -> None:
     index = pd.RangeIndex(1000)
-    for column in (pd.Series([-0.0], name="x"), pd.Series([np.nan]), pd.Series(["text"], dtype=object),
-                   pd.Series(["text"]).astype(str)):
-        got = column_pool.repeated(column, index)
-        assert got is not None and got.dtype == column.dtype and got.name == column.name and len(got) == 1000
-        assert _held_bytes(got) == 8  # one value's bytes (a float, or the address of one str)
-        expected = pd.Series(np.repeat(column.to_numpy(dtype=object), 1000), index=index, dtype=column.dtype,
-                             name=column.name)
-        pd.testing.assert_series_equal(got, expected, check_exact=True)
-        if column.dtype == np.float64:
-            assert got.to_numpy().view(np.uint64).tolist() == expected.to_numpy().view(np.uint64).tolist()
-        alone = pd.DataFrame({"v": got}, copy=False)  # the only frame holding it: written all the same
-        del got
-        written = 1.0 if column.dtype == np.float64 else "written"
-        alone.iloc[3, 0] = written
-        assert alone["v"].iloc[3] == written
-        pd.testing.assert_series_equal(alone["v"].drop(index=3), expected.drop(index=3), check_names=False)
+    # text as the command line keeps it (text_storage): Python-backed, one str's address repeated
+    with python_text():
+        for column in (pd.Series([-0.0], name="x"), pd.Series([np.nan]), pd.Series(["text"], dtype=object),
+                       pd.Series(["text"]).astype(str)):
+            got = column_pool.repeated(column, index)
+            assert got is not None and got.dtype == column.dtype and got.name == column.name and len(got) == 1000
+            assert _held_bytes(got) == 8  # one value's bytes (a float, or the address of one str)
+            expected = pd.Series(np.repeat(column.to_numpy(dtype=object), 1000), index=index, dtype=column.dtype,
+                                 name=column.name)
+            pd.testing.assert_series_equal(got, expected, check_exact=True)
+            if column.dtype == np.float64:
+                assert got.to_numpy().view(np.uint64).tolist() == expected.to_numpy().view(np.uint64).tolist()
+            alone = pd.DataFrame({"v": got}, copy=False)  # the only frame holding it: written all the same
+            del got
+            written = 1.0 if column.dtype == np.float64 else "written"
+            alone.iloc[3, 0] = written
+            assert alone["v"].iloc[3] == written
+            pd.testing.assert_series_equal(alone["v"].drop(index=3), expected.drop(index=3), check_names=False)
     for column in (pd.Series([True]), pd.Series([3]), pd.Series([], dtype=float)):
         assert column_pool.repeated(column, index) is None  # integers, booleans, nothing: as they are
+    if importlib.util.find_spec("pyarrow") is not None and pd.get_option("mode.string_storage") == "auto":
+        with pd.option_context("mode.string_storage", "pyarrow"):  # Arrow-backed text holds every value
+            assert column_pool.repeated(pd.Series(["text"]).astype(str), index) is None
