@@ -8,9 +8,10 @@ Usage (from the repository root)::
 
 The constants of the ``recommended`` model (plugins/recommended.py) are fitted with
 ``calibrate``'s fitter (bounded least squares on log(predicted/measured), soft_l1 loss)
-starting from the model's NEUTRAL values, never from the shipped ones, on every timed
-kernel of ``../shared/realdata/magus-corpus`` (all but ``HELD``, which stay 1), every
-application weighted equally (the model's ``fit_settings``).
+starting from the model's NEUTRAL values (``fit_start``), never from the shipped ones, on every
+timed kernel of ``../shared/realdata/magus-corpus`` (all but ``HELD``: k_issue, k_dram and k_transit
+stay 1, k_latency is the profile's architecture value), every application weighted equally (the
+model's ``fit_settings``).
 Its accuracy is the 5-fold cross-validation grouped by application (every kernel of one
 metrics+trace pair in the same fold; the fit inside each fold starts from NEUTRAL too),
 repeated over 3 fold seeds (``--seeds N`` for more); ``--loao`` adds leave-one-application-out
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from nvperf_bridge.accuracy import accuracy_stats
     from nvperf_bridge.analysis import choose_gpu
-    from nvperf_bridge.builtin_plugins.recommended import BOUND_TERMS, HELD, HELD_REASON, MODEL, NEUTRAL
+    from nvperf_bridge.builtin_plugins.recommended import BOUND_TERMS, HELD, HELD_REASON, MODEL
     from nvperf_bridge.calibration import (
         CalibrationSettings,
         application_groups,
@@ -65,12 +66,15 @@ def main(argv: list[str] | None = None) -> int:
         with_constants,
     )
     from nvperf_bridge.discovery import read_inputs
+    from nvperf_bridge.model import constant_values
 
     files = sorted(f for f in args.corpus.iterdir() if f.suffix == ".csv")
     kernels = read_inputs(files).kernels
     kernels = kernels[measured_ns(kernels).notna()]
     gpu, _ = choose_gpu(kernels, None)
-    start = with_constants(gpu, MODEL.id, NEUTRAL, "neutral start", "default")
+    # NEUTRAL but for the constants the profile gives per architecture (k_latency), which keep its value
+    start = with_constants(gpu, MODEL.id, MODEL.fit_start, "neutral start", "default")
+    start_values = constant_values(MODEL, start)
     groups = application_groups(kernels)
     measured = measured_ns(kernels)
     runs: list[dict[str, Any]] = []
@@ -82,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
             from nvperf_bridge.calibration import cross_validate
 
             specs = tuple(c for c in MODEL.constants if c.name in settings.only[MODEL.id])  # HELD stay 1
-            cv = cross_validate(MODEL, kernels, start, specs, dict(NEUTRAL), settings, {}, groups)
+            cv = cross_validate(MODEL, kernels, start, specs, start_values, settings, {}, groups)
         else:
             cv = outcome.cv
         stats = accuracy_stats(cv.predicted, measured)
@@ -98,14 +102,14 @@ def main(argv: list[str] | None = None) -> int:
         # folds = the number of applications: group_folds deals one application per fold
         settings = CalibrationSettings(folds=int(groups.nunique()), seed=0, **MODEL.fit_settings)
         specs = tuple(c for c in MODEL.constants if c.name in settings.only[MODEL.id])
-        cv = cross_validate(MODEL, kernels, start, specs, dict(NEUTRAL), settings, {}, groups)
+        cv = cross_validate(MODEL, kernels, start, specs, start_values, settings, {}, groups)
         stats = accuracy_stats(cv.predicted, measured)
         loao = {"folds": cv.folds, "n": stats["n"], "median_ape": round(stats["median_ape"], 4),
                 "within_2x": round(cv.within_2x, 4), "mape": round(stats["mape"], 4),
                 "worst_applications": [[name, round(ape, 3)] for name, ape in cv.worst(3)]}
         print(f"leave-one-application-out ({cv.folds} folds): median APE {stats['median_ape']:.1%}, "
               f"within 2x {cv.within_2x:.1%}", file=sys.stderr)
-    values = {**NEUTRAL, **outcome.values}
+    values = {**start_values, **outcome.values}
     fitted = with_constants(gpu, MODEL.id, values, "fitted", "calibrated")
     result = MODEL.evaluate(kernels, fitted, {})
     leans = result["dominant_term"].value_counts(normalize=True).round(3).to_dict()

@@ -14,8 +14,8 @@ way of blending with Transit. Every candidate and the shipped form are fitted th
 bounded least squares on log(predicted/measured), soft_l1, f_scale 0.5, from NEUTRAL), but on
 the term table computed once (``recommended.term_table``) instead of through ``evaluate``, so a
 candidate takes about a minute instead of ten. On the shipped form the figures equal
-fit_recommended.py's (16.4% / 84.4% on fold seeds 0-2 for model 2.2; 19.7% / 84.4% for model 2.1,
-the ``model2.1`` candidate here).
+fit_recommended.py's (16.4% / 85.2% on fold seeds 0-2 for model 2.3; 16.4% / 84.4% for model 2.2,
+the ``model2.2`` candidate here; 19.7% / 84.4% for model 2.1, the ``model2.1`` candidate).
 
 Printed per candidate: median APE / within 2x held out (5-fold grouped by application on
 ../shared/realdata/magus-corpus) as the mean of fold seeds 0-2, the kernels within 2x per seed
@@ -65,6 +65,7 @@ class Candidate:
     start: dict[str, float] = field(default_factory=dict)  # start values other than NEUTRAL (with ``held``: the value held)
     bounds: dict[str, tuple[float, float]] = field(default_factory=dict)  # fit bounds other than the shipped ones
     prior: float = 0.0  # weight of one residual log(value / start) per fitted constant (0: no prior)
+    columns: dict[str, TermsFn] = field(default_factory=dict)  # further per-kernel columns for ``transform`` (ns)
 
 
 def _per_warp_per_wave(kernels: pd.DataFrame, gpu: Any, count: pd.Series) -> pd.Series:
@@ -123,18 +124,86 @@ def _transit_compute_factor(terms: pd.DataFrame, values: dict[str, float]) -> pd
     return terms
 
 
+def _chain(terms: pd.DataFrame, values: dict[str, float]) -> pd.DataFrame:
+    """One warp's critical path: its dependent instructions and its exposed memory latency add up."""
+    terms = terms.copy()
+    terms["latency"] = terms["latency"].fillna(0.0) + terms["memlat"].fillna(0.0) * values["k_memlat"] / values["k_latency"]
+    terms["memlat"] = 0.0
+    return terms
+
+
+def memlat_by_level(kernels: pd.DataFrame, gpu: Any) -> pd.Series:
+    """Global requests per warp per wave, each weighted by where its sectors were served (memory_levels):
+    DRAM 1, L2 hit 1/2 (200 of 400 cycles, data/architectures.yaml's Mem_LD and L2_LD), L1 hit 1/5."""
+    from nvperf_bridge.counters import global_sectors
+    from nvperf_bridge.memory_levels import served_fractions
+
+    ld, st, _ = global_sectors(kernels, gpu)
+    levels = served_fractions(kernels, ld.fillna(0.0) + st.fillna(0.0))
+    weight = levels["f_dram"] + 0.5 * levels["f_l2"] + 0.2 * levels["f_l1"]
+    return _per_warp_per_wave(kernels, gpu, (_column(kernels, "inst_global_ld") + _column(kernels, "inst_global_st")) * weight)
+
+
+def _memlat_by_level(terms: pd.DataFrame, values: dict[str, float]) -> pd.DataFrame:
+    terms = terms.copy()
+    terms["memlat"] = terms["memlat_by_level"]
+    return terms
+
+
+def _l2_hits_at_half(terms: pd.DataFrame, values: dict[str, float]) -> pd.DataFrame:
+    """L2 bytes DRAM backed at the L2 term's cost, L2 hits at half of it (an L2 twice DRAM's bandwidth)."""
+    terms = terms.copy()
+    dram = terms["dram"].fillna(0.0)
+    terms["l2"] = np.minimum(terms["l2"], dram) + 0.5 * (terms["l2"] - dram).clip(lower=0.0)
+    return terms
+
+
+def _transit_launch(terms: pd.DataFrame, values: dict[str, float]) -> pd.DataFrame:
+    """Transit's prediction gets the launch overhead too before the blend (Transit has no launch time)."""
+    terms = terms.copy()
+    terms["transit"] = terms["transit"] + values["overhead_ns"]
+    return terms
+
+
+def hong_kim_prediction(kernels: pd.DataFrame, gpu: Any) -> pd.Series:
+    """Hong & Kim's stock prediction (ns; NaN where it gives none)."""
+    from nvperf_bridge.builtin_plugins.hong_kim import MODEL as HONG_KIM
+    from nvperf_bridge.model import evaluate_shared
+
+    result = evaluate_shared(HONG_KIM, kernels, gpu, {})
+    return pd.to_numeric(result["predicted_ns"], errors="coerce").where(result["error"] == "")
+
+
+def _blend_hong_kim(terms: pd.DataFrame, values: dict[str, float]) -> pd.DataFrame:
+    """The paper side of the blend is Transit^(1-a) x Hong-Kim^a (a = a_hk), where Hong-Kim predicts."""
+    terms = terms.copy()
+    transit, hong_kim = terms["transit"], terms["hong_kim"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mixed = np.exp((1.0 - values["a_hk"]) * np.log(transit) + values["a_hk"] * np.log(hong_kim))
+    terms["transit"] = mixed.where(hong_kim.notna() & (hong_kim > 0) & transit.notna(), transit)
+    return terms
+
+
 CANDIDATES = [
-    Candidate("shipped", "model 2.2 as shipped"),
+    Candidate("shipped", "model 2.3 as shipped (k_latency held at the architecture's dependent-issue latency)"),
+    Candidate("model2.2", "model 2.2: k_latency fitted (floor 0.5 cycles)", fitted=("k_latency",), start={"k_latency": 4.0}),
     # the fit: what model 2.2 changed from 2.1, one at a time and together
-    Candidate("model2.1", "model 2.1: k_transit fitted, fit weights 1/sqrt(rows of the kernel function)",
-              fitted=("k_transit",), weights="kernel"),
+    Candidate("model2.1", "model 2.1: k_transit and k_latency fitted (no floor), fit weights 1/sqrt(rows of the kernel "
+              "function)", fitted=("k_transit", "k_latency"), weights="kernel", start={"k_latency": 4.0},
+              bounds={"k_latency": (1e-3, 1e3)}),
+    # the candidates below change the shipped form (model 2.3) in one way; the docs' table says which base each was
+    # screened against
     Candidate("fitktransit", "k_transit fitted (Transit scaled inside the blend)", fitted=("k_transit",)),
     Candidate("kernelweights", "fit weights 1/sqrt(rows of the kernel function), as in model 2.1", weights="kernel"),
     Candidate("appw0.25", "fit weights (kernels of the application)^-1/4", weights="app^0.25"),
     Candidate("pmax", "soft maximum held at p = 20 (the largest bound wins, as in a roofline)", held=("p",),
               start={"p": 20.0}),
-    Candidate("nolatfloor", "k_latency down to 0.001 cycles (no dual-issue floor), as first shipped in model 2.2",
-              bounds={"k_latency": (1e-3, 1e3)}),
+    Candidate("nolatfloor", "k_latency fitted down to 0.001 cycles (no dual-issue floor), as first shipped in model 2.2",
+              fitted=("k_latency",), start={"k_latency": 4.0}, bounds={"k_latency": (1e-3, 1e3)}),
+    Candidate("latency7", "k_latency held at 7 cycles (not a sourced figure: the value next to 2.2's fitted 6.89)",
+              start={"k_latency": 7.0}),
+    Candidate("fscale0.7", "fit loss soft_l1, f_scale 0.7", settings={"f_scale": 0.7}),
+    Candidate("fscale1", "fit loss soft_l1, f_scale 1.0", settings={"f_scale": 1.0}),
     Candidate("prior1", "a pull of every fitted constant toward its start value (NEUTRAL): weight 1 per log unit",
               prior=1.0),
     Candidate("cauchy0.5", "fit loss cauchy, f_scale 0.5 (kernels far outside 2x pull less than with soft_l1)",
@@ -159,6 +228,18 @@ CANDIDATES = [
     Candidate("transitcompute", "own factor on Transit's compute-bound predictions", transform=_transit_compute_factor,
               extra_constants={"k_transit_compute": (1.0, (1e-3, 1e3))}),
     Candidate("outside", "launch overhead added after the Transit blend (not blended)", overhead_outside_blend=True),
+    Candidate("chain", "latency and memory latency add up in one warp's critical path (not a soft maximum)",
+              transform=_chain),
+    Candidate("memlevels", "memory latency per request weighted by the level that served it (DRAM 1, L2 1/2, L1 1/5)",
+              transform=_memlat_by_level, columns={"memlat_by_level": memlat_by_level}),
+    Candidate("l2half", "L2 hits charged at half the L2 term's cost (DRAM-backed bytes at the full cost)",
+              transform=_l2_hits_at_half),
+    Candidate("transitlaunch", "the launch overhead added to Transit's prediction too, before the blend",
+              transform=_transit_launch),
+    Candidate("transitlaunch+l2half", "both of the above", transform=lambda t, v: _l2_hits_at_half(_transit_launch(t, v), v)),
+    Candidate("blendhk", "Hong-Kim's stock prediction in the paper side of the blend (share a_hk fitted)",
+              transform=_blend_hong_kim, extra_constants={"a_hk": (0.3, (0.0, 1.0))},
+              columns={"hong_kim": hong_kim_prediction}),
 ]
 
 
@@ -168,6 +249,8 @@ def _terms(candidate: Candidate, kernels: pd.DataFrame, gpu: Any) -> pd.DataFram
 
     terms = term_table(kernels, gpu).copy()
     for name, (fn, _, _) in candidate.extra_terms.items():
+        terms[name] = fn(kernels, gpu)
+    for name, fn in candidate.columns.items():
         terms[name] = fn(kernels, gpu)
     if candidate.name == "tail":
         waves = launch_geometry(kernels, gpu).waves.clip(lower=1.0)
@@ -215,6 +298,7 @@ def _specs(candidate: Candidate) -> tuple[list[Any], dict[str, float]]:
     from nvperf_bridge.builtin_plugins.recommended import _SPECS, HELD, NEUTRAL
     from nvperf_bridge.model import ConstantSpec
 
+    # NEUTRAL's k_latency (6 cycles) is the GTX 1080 Ti's architecture value, which the shipped fit holds
     start = {**NEUTRAL, **candidate.start}
     specs = [ConstantSpec(name, NEUTRAL[name], unit, candidate.bounds.get(name, bounds), meaning, "neutral")
              for name, unit, bounds, meaning in _SPECS]
@@ -226,6 +310,17 @@ def _specs(candidate: Candidate) -> tuple[list[Any], dict[str, float]]:
         specs.append(ConstantSpec(name, v0, "x", bounds, name, "neutral"))
     held = (set(HELD) - set(candidate.fitted)) | set(candidate.held)
     return [spec for spec in specs if spec.name not in held], start
+
+
+def _architecture_values(candidate: Candidate, gpu: Any) -> dict[str, float]:
+    """The held constants ``gpu``'s profile gives per architecture (recommended.HELD_AT_ARCHITECTURE), unless the
+    candidate fits them or holds them at a value of its own."""
+    from nvperf_bridge.builtin_plugins.recommended import HELD_AT_ARCHITECTURE, MODEL
+    from nvperf_bridge.model import constant_values
+
+    given = constant_values(MODEL, gpu)
+    return {name: given[name] for name in HELD_AT_ARCHITECTURE
+            if name not in candidate.fitted and name not in candidate.start}
 
 
 def _weights(candidate: Candidate, kernels: pd.DataFrame) -> np.ndarray:
@@ -327,7 +422,9 @@ def screen(candidate: Candidate, kernels: pd.DataFrame, gpu: Any, seeds: int, lo
         values = _fit(candidate, terms, kernels, 0)
         stock = []
         for _, rows, device_gpu in amaris:
-            median, within, _ = _figures(_TermEvaluator(candidate, _terms(candidate, rows, device_gpu)).predict(values),
+            # what the model does on that GPU: the constants its profile gives per architecture (k_latency)
+            device_values = {**values, **_architecture_values(candidate, device_gpu)}
+            median, within, _ = _figures(_TermEvaluator(candidate, _terms(candidate, rows, device_gpu)).predict(device_values),
                                          measured_ns(rows).to_numpy())
             stock.append(f"{median:.0%}/{within:.0%}")
         line += "  amaris stock " + " ".join(stock)

@@ -33,7 +33,8 @@ counts are never inputs)::
   ncu ``l1tex__t_set_accesses_pipe_lsu_mem_global_op_atom.sum`` + ``..._op_red.sum`` (the
   pair NVIDIA's nvprof-to-ncu metric table gives), 0 when neither was collected;
 - ``T_latency`` = instructions per warp x waves / clock: one warp's dependent
-  instruction stream, once per wave (k_latency = cycles per dependent instruction);
+  instruction stream, once per wave (k_latency = cycles per dependent instruction: the
+  architecture's dependent-issue latency from the GPU profile, 6 cycles on Pascal, not fitted);
 - ``T_memlat``  = global requests per warp x waves / clock (k_memlat = cycles of
   memory latency exposed per request).
 
@@ -44,10 +45,15 @@ once on magus-corpus (43 applications on a GTX 1080 Ti, application-grouped
 cross-validation; ``benchmarks/fit_recommended.py``), shipped as their defaults with that
 provenance, and refitted for any GPU with ``nvperf-bridge calibrate --model recommended``
 (also ``--per-kernel``). No constant is tuned to an application: all are shared by every kernel.
-Three of them are not fitted in the shipped estimate (``HELD``): ``k_issue`` and ``k_dram``
+Four of them are not fitted in the shipped estimate (``HELD``): ``k_issue`` and ``k_dram``
 stay 1 (``HELD_AT_PEAK``), so the issue and DRAM bounds are the hardware's own peaks (4
-instructions per SM per cycle, the datasheet bandwidth), and ``k_transit`` stays 1, so Transit
-enters the blend as its own prediction. Fitting k_issue and k_dram let kernels limited by latency
+instructions per SM per cycle, the datasheet bandwidth), ``k_transit`` stays 1, so Transit
+enters the blend as its own prediction, and ``k_latency`` is the architecture's dependent-issue
+latency (``HELD_AT_ARCHITECTURE``: data/architectures.yaml, sourced per architecture from
+microbenchmark papers: Kepler 9, Maxwell and Pascal 6, Volta onwards 4 cycles), which every
+profile inherits; model 2.2 fitted it (6.89 on magus-corpus), and between training folds it
+wandered with whichever latency-bound or ILP-rich applications the fold held (docs/calibration.md,
+model 2.3). Fitting k_issue and k_dram let kernels limited by latency
 pull those bounds above the peak (k_dram 1.23, k_issue 1.22 in model 2.0), and held-out accuracy
 was worse for it. k_transit and w_transit move the estimate together (k_transit^w is a factor on
 every blended kernel, which the bound factors and the overhead already set): fitted, k_transit
@@ -101,7 +107,7 @@ from nvperf_bridge.model import (
 )
 
 MODEL_ID = "recommended"
-MODEL_VERSION = "2.2"
+MODEL_VERSION = "2.3"
 DATA_FILE = "recommended_estimate.json"
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, cc 3.x (Kepler) to 10.x/12.x: CUDA C++ Programming Guide, "Compute Capabilities"
 SECTOR_BYTES = 32
@@ -124,17 +130,23 @@ ATOMIC_SOURCES: tuple[tuple[str, ...], ...] = (
 # refits through ``fit_settings``): the issue and DRAM bounds at the hardware's published peaks, and
 # Transit at its own scale in the blend (its factor and weight are one direction to the fit).
 HELD_AT_PEAK = ("k_issue", "k_dram")
-HELD = (*HELD_AT_PEAK, "k_transit")
+# Constants the GPU profile gives per architecture (data/architectures.yaml), held at its value in the fit:
+# the fit's start (``fit_start``) leaves them out so the profile's value stays.
+HELD_AT_ARCHITECTURE = ("k_latency",)
+HELD = (*HELD_AT_PEAK, "k_transit", *HELD_AT_ARCHITECTURE)
 HELD_REASON = {"k_issue": "held at 1: the bound is the hardware's peak issue rate, not fitted",
                "k_dram": "held at 1: the bound is the datasheet DRAM bandwidth, not fitted",
-               "k_transit": "held at 1: Transit's own prediction enters the blend, not fitted (w_transit sets its share)"}
+               "k_transit": "held at 1: Transit's own prediction enters the blend, not fitted (w_transit sets its share)",
+               "k_latency": "held at the GPU architecture's dependent-issue latency (data/architectures.yaml; 6 cycles "
+                            "on Pascal, Jia et al. 2018), not fitted"}
 
 # Where the fit starts (and the defaults when the shipped data file is absent): every
-# bound at its hardware peak (k = 1), 4 cycles per dependent instruction, 400 cycles per
+# bound at its hardware peak (k = 1), 6 cycles per dependent instruction (Pascal's dependent-issue
+# latency: the profile's architecture value replaces it, see ``fit_start``), 400 cycles per
 # exposed memory request, 1 cycle per atomic transaction, 3 us of launch overhead, a soft
 # maximum close to the sum, Transit weighted 0.3 at its own scale.
 NEUTRAL: dict[str, float] = {"overhead_ns": 3000.0, "k_issue": 1.0, "k_dram": 1.0, "k_l2": 1.0, "k_shared": 1.0,
-                             "k_fp64": 1.0, "k_atomic": 1.0, "k_latency": 4.0, "k_memlat": 400.0, "p": 2.0,
+                             "k_fp64": 1.0, "k_atomic": 1.0, "k_latency": 6.0, "k_memlat": 400.0, "p": 2.0,
                              "w_transit": 0.3, "k_transit": 1.0}
 _SPECS = (
     ("overhead_ns", "ns", (100.0, 1e5), "launch overhead added to every kernel"),
@@ -144,9 +156,10 @@ _SPECS = (
     ("k_shared", "x", (1e-3, 1e3), "factor on the shared-memory wavefront bound"),
     ("k_fp64", "x", (1e-3, 1e3), "factor on the FP64 pipe bound"),
     ("k_atomic", "cycles", (1e-3, 1e4), "cycles per global atomic transaction, serialised GPU-wide"),
-    # at least 0.5: one warp issues at most two instructions per cycle (a scheduler's dual issue), however
-    # independent they are; without the floor a training set with no latency-bound kernel but cuBLAS's
-    # ILP-rich GEMMs drove it to 0.001 (docs/calibration.md, model 2.2)
+    # held at the architecture's value in the shipped fit (model 2.3); fitted (calibrate --only), at least 0.5:
+    # one warp issues at most two instructions per cycle (a scheduler's dual issue), however independent they
+    # are; without the floor a training set with no latency-bound kernel but cuBLAS's ILP-rich GEMMs drove it
+    # to 0.001 (docs/calibration.md, model 2.2)
     ("k_latency", "cycles", (0.5, 1e3), "cycles per dependent instruction of one warp, per wave (>= 0.5: dual issue)"),
     ("k_memlat", "cycles", (1e-3, 1e4), "cycles of memory latency exposed per global request of one warp, per wave"),
     ("p", "exponent", (1.0, 20.0), "soft-maximum exponent (1: terms add, 20: the largest wins)"),
@@ -367,8 +380,8 @@ class RecommendedModel:
     id = MODEL_ID
     version = MODEL_VERSION
     description = ("Recommended estimate (beyond the papers): launch overhead + soft maximum of the issue and DRAM "
-                   "bounds at the hardware's peaks and fitted L2, shared-memory, FP64, atomic, latency and "
-                   "memory-latency bounds, blended geometrically with Transit's prediction; chosen by "
+                   "bounds at the hardware's peaks, a dependent-latency term at the architecture's dependent-issue "
+                   "latency and fitted L2, shared-memory, FP64, atomic and memory-latency bounds, blended geometrically with Transit's prediction; chosen by "
                    "application-grouped cross-validation on magus-corpus")
     paper = ("nvperf-bridge recommended estimate (not a paper's model): fitted on magus-corpus; blends Transit "
              "(Li et al., HPDC'15) with bound and latency terms")
@@ -384,8 +397,9 @@ class RecommendedModel:
     )
     constants = _constants()
     # How the shipped fit and its cross-validation were made (benchmarks/fit_recommended.py; benchmarks/accuracy.py
-    # refits the same way inside each fold, from NEUTRAL, never from the shipped values).
-    fit_start = NEUTRAL
+    # refits the same way inside each fold, from NEUTRAL, never from the shipped values). The start leaves out the
+    # constants the profile gives per architecture (HELD_AT_ARCHITECTURE), so they keep the profile's value.
+    fit_start = {name: value for name, value in NEUTRAL.items() if name not in HELD_AT_ARCHITECTURE}
     fit_settings = {"loss": "soft_l1", "f_scale": 0.5, "max_nfev": 400, "weight_by": "application",
                     "only": {MODEL_ID: tuple(name for name, *_ in _SPECS if name not in HELD)}}
 
