@@ -169,6 +169,7 @@ def read_inputs(
     see ``importers.read_file`` (None: every column of an ncu raw page).
     """
     from nvperf_bridge.errors import InputError
+    from nvperf_bridge.free_memory import release_free_memory
     from nvperf_bridge.importers.merge import combine
     from nvperf_bridge.kernelframe import InputFile
 
@@ -194,6 +195,8 @@ def read_inputs(
         workers = 1  # a worker process costs more to start (it imports pandas) than reading small files here
     parsed = _parse_all(readable, workers, on_file, raw_columns)
     result = combine(parsed)
+    del parsed
+    release_free_memory()  # the parsers' freed blocks: the models' memory then starts from what is held
     for item in rejected:
         result.inputs.append(InputFile(path=str(item.path), format=NOT_PROFILER, kernels=0, notes=[item.reason]))
         result.warnings.append(f"{item.path}: skipped, {item.reason}")

@@ -237,17 +237,22 @@ def _split_suffix(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(name without its `` [123]`` correlation suffix, the suffix's digits or None) for each name (None: None).
 
     ``str.rpartition`` per row does what ``_SUFFIX`` says for the usual single-space form; the rare name it does
-    not settle (another space character before ``[``, trailing blanks) goes through the regex itself. When every
-    name is text with that usual suffix (checked by one regex over the joined suffixes), the split is done by
-    C-level ``map`` calls, without a Python loop per launch (1M trace rows: about 2 s of the import).
+    not settle (no suffix, as memcpy rows have; another space character before ``[``, trailing blanks) goes
+    through the regex itself. Where every name is text, the split is done by C-level ``map`` calls and the
+    names it does not settle are found by one regex over the joined suffixes, so the Python loop visits only
+    those (1M trace rows: about 2 s of the import when every row went through it).
     """
     quick = _split_usual(names)
     if quick is not None:
-        return quick
-    base = np.empty(len(names), dtype=object)
-    digits = np.empty(len(names), dtype=object)
-    for i, name in enumerate(names):
+        base, digits, unsettled = quick
+    else:
+        base = np.empty(len(names), dtype=object)
+        digits = np.empty(len(names), dtype=object)
+        unsettled = range(len(names))
+    for i in unsettled:
+        name = names[i]
         if name is None:
+            base[i], digits[i] = None, None
             continue
         if not isinstance(name, str):
             name = str(name)
@@ -261,11 +266,13 @@ def _split_suffix(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 _USUAL_TAILS = re.compile(r"(?:[0-9]+\]\n)*", re.ASCII)
+_UNUSUAL_TAIL = re.compile(rb"^(?![0-9]+\]$)", re.M)  # the start of a suffix line that is not "digits]"
 
 
-def _split_usual(names: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """``_split_suffix`` for the usual case, every name a ``str`` ending in `` [digits]`` with text before it;
-    None when any name is not (the loop then settles each one)."""
+def _split_usual(names: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]] | None:
+    """``_split_suffix`` by C-level calls where every name is a ``str``: (bases, digits, the rows it did not
+    settle: a name without text before `` [`` or whose suffix is not digits and ``]``); None when a name is
+    not a ``str`` (the loop then settles each one)."""
     from operator import itemgetter, methodcaller
 
     from pandas.api.types import infer_dtype
@@ -273,13 +280,22 @@ def _split_usual(names: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     if not len(names) or infer_dtype(names, skipna=False) != "string":
         return None
     parts = list(map(methodcaller("rpartition", " ["), names.tolist()))
-    heads = list(map(itemgetter(0), parts))
-    tails = list(map(itemgetter(2), parts))
-    # a name without " [" partitions to ("", "", name): an empty head; a head may be empty only then here
-    if "" in heads or _USUAL_TAILS.fullmatch("\n".join(tails) + "\n") is None:
-        return None
     base = np.empty(len(names), dtype=object)
+    base[:] = list(map(itemgetter(0), parts))
+    tails = list(map(itemgetter(2), parts))
+    del parts  # a million tuples: freed before the next lists are made
     digits = np.empty(len(names), dtype=object)
-    base[:] = heads
     digits[:] = list(map(itemgetter(slice(None, -1)), tails))
-    return base, digits
+    joined = "\n".join(tails) + "\n"
+    # a name without " [" partitions to ("", "", name): an empty head; a head may be empty only then here
+    empty_head = np.fromiter(map(len, base.tolist()), dtype=np.int64, count=len(base)) == 0
+    if not empty_head.any() and _USUAL_TAILS.fullmatch(joined) is not None:
+        return base, digits, []
+    text = joined.encode("utf-8")
+    line_ends = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == 10)
+    if len(line_ends) != len(tails):  # a suffix holding a newline: lines are not rows, the loop settles all
+        return base, digits, list(range(len(names)))
+    starts = np.fromiter((m.start() for m in _UNUSUAL_TAIL.finditer(text)), dtype=np.int64)
+    starts = starts[starts < len(text)]  # the empty line after the last newline is no row
+    unusual = np.searchsorted(line_ends, starts)  # a line's row: the newlines before its start
+    return base, digits, np.union1d(unusual, np.flatnonzero(empty_head)).tolist()

@@ -8,11 +8,11 @@ after the report and linked relatively). The CLI writes the result with
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Callable, Iterable
 
 from nvperf_bridge.analysis import Analysis
+from nvperf_bridge.free_memory import release_free_memory
 
 FORMATS: tuple[str, ...] = ("md", "json", "csv", "xlsx", "parquet")
 SUFFIXES: dict[str, str] = {".md": "md", ".markdown": "md", ".json": "json", ".csv": "csv", ".xlsx": "xlsx",
@@ -94,25 +94,6 @@ def report_outputs(analysis: Analysis, fmt: str, output: Path | None,
         links[figure.caption] = path.name
     files = {output: join_markdown(parts, links).encode("utf-8"), **files}
     return files
-
-
-def release_free_memory() -> None:
-    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing elsewhere).
-
-    pandas and numpy free their temporaries into the C allocator, which keeps the pages: after the models
-    of a 100k-kernel analysis about 55 MB of the process's memory were such free pages, and the report's
-    own work (figures, text) then came on top of them, raising the peak. Trimming costs well under a
-    millisecond on a small run and changes no result.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
-        return
-    trim(0)
 
 
 __all__ = ["FILE_ONLY", "FORMATS", "figure_path", "format_for", "release_free_memory", "report_outputs"]
