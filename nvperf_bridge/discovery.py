@@ -134,16 +134,30 @@ def _read_one(path: str, raw_columns: frozenset[str] | None = None, text_storage
 # imports pandas, ~0.3 s on a 2-core machine) costs more than parsing a few MB (measured: the magus rodinia
 # lud metrics + trace pair, analyze --format json 0.83 s with two workers, see benchmarks/run.py --only small).
 IN_PROCESS_BYTES = 16 * 1024 * 1024
+# Above it, files are parsed in parallel only where no one file holds more than this share of the bytes: each
+# worker imports pandas and hands its frames back pickled, which only pays where the parsing is shared out.
+# Measured on the 1M-launch nvprof pair of benchmarks/run.py (a 410 MB trace beside 1.3 MB of metrics),
+# analyze --format json, the whole process tree, load 8: two workers 14.4 CPU s and 1828 MiB peak, this
+# process alone 11.2 CPU s and 1724 MiB, the same report.
+PARALLEL_LARGEST_SHARE = 0.5
 
 
-def _total_bytes(paths: list[Path]) -> int:
-    total = 0
+def _sizes(paths: list[Path]) -> list[int]:
+    sizes = []
     for path in paths:
         try:
-            total += path.stat().st_size
+            sizes.append(path.stat().st_size)
         except OSError:  # the importer names the file and the reason when it reads it
-            pass
-    return total
+            sizes.append(0)
+    return sizes
+
+
+def parallel_pays(paths: list[Path]) -> bool:
+    """Whether ``paths`` are worth a pool of worker processes: at least ``IN_PROCESS_BYTES`` in all, and no
+    one file more than ``PARALLEL_LARGEST_SHARE`` of them (else the pool's work is one file's anyway)."""
+    sizes = _sizes(paths)
+    total = sum(sizes)
+    return total >= IN_PROCESS_BYTES and max(sizes, default=0) <= PARALLEL_LARGEST_SHARE * total
 
 
 def workers_for(count: int, jobs: int | None = None) -> int:
@@ -191,8 +205,8 @@ def read_inputs(
                                                                       if rejected else ""),
                          hint="ncu --csv --page raw ... > out.csv, or nvprof --csv --print-gpu-trace ...")
     workers = workers_for(len(readable), jobs)
-    if jobs is None and _total_bytes(readable) < IN_PROCESS_BYTES:
-        workers = 1  # a worker process costs more to start (it imports pandas) than reading small files here
+    if jobs is None and not parallel_pays(readable):
+        workers = 1  # small files, or one file most of the bytes: a worker costs more than it shares out
     parsed = _parse_all(readable, workers, on_file, raw_columns)
     result = combine(parsed)
     del parsed

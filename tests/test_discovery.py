@@ -156,3 +156,31 @@ def test_a_readme_whose_line_starts_with_kernels_is_not_a_kernel_table(realdata_
     readme.write_text("# notes\nkernels: many sizes x blocks 64/256/1024\n", encoding="utf-8")
     with pytest.raises(InputError):  # named explicitly, it must say it is not a kernel table
         read_profiles([readme])
+
+
+def test_workers_only_where_the_parsing_is_shared_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pool of workers for large inputs whose bytes are spread over files, this process for small inputs
+    and for one file holding most of the bytes (an nvprof trace beside its small metrics file)."""
+    from nvperf_bridge import discovery
+
+    def sized(name: str, size: int) -> Path:
+        path = tmp_path / name
+        with open(path, "wb") as fh:
+            fh.truncate(size)  # sparse: no disk space, only a size
+        return path
+
+    big, other, small = sized("a.csv", 18 << 20), sized("b.csv", 18 << 20), sized("c.csv", 1 << 20)
+    assert discovery.parallel_pays([big, other, small])
+    assert not discovery.parallel_pays([big, small])  # one file most of the bytes
+    assert not discovery.parallel_pays([small, sized("d.csv", 1 << 20)])  # under IN_PROCESS_BYTES in all
+    seen = []
+    monkeypatch.setattr(discovery, "classify", lambda candidate: None)
+    monkeypatch.setattr(discovery, "_parse_all", lambda paths, workers, *rest: seen.append(workers) or [])
+    monkeypatch.setattr(discovery, "workers_for", lambda count, jobs=None: jobs or 2)
+    monkeypatch.setattr("nvperf_bridge.importers.merge.combine", lambda parsed: type("R", (), {"inputs": [],
+                                                                                            "warnings": []})())
+    for paths, workers in (([big, other, small], 2), ([big, small], 1)):
+        read_inputs(paths)
+        assert seen.pop() == workers
+    read_inputs([big, small], jobs=2)  # asked for: as asked
+    assert seen.pop() == 2
