@@ -106,7 +106,10 @@ def distinct_objects(values: np.ndarray, limit: int = 1024) -> tuple[np.ndarray,
     where = addresses(values)
     if where is None:
         return None
-    distinct = pd.unique(where)
+    if len(where) > 1 and where.strides[0] == 0:  # one object repeated: nothing to look for
+        distinct = where[:1].copy()
+    else:
+        distinct = pd.unique(where)
     if len(distinct) > limit:
         return None
     # each address is an object the array holds (a reference), alive while it lives

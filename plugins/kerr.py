@@ -1319,6 +1319,9 @@ class KerrModel:
     )
     constants = ()
     fit_options = ("cross_gpu",)  # 'nvperf-bridge fit kerr --cross-gpu'
+    # what evaluate imports (PCA solve, k-means, silhouette distances): run_models loads it ahead, in a
+    # background thread while the models before this one run (analysis._import_ahead; speed only)
+    import_ahead = ("scipy.linalg", "scipy.cluster.vq", "scipy.spatial.distance")
 
     def fit(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> dict[str, Any]:
         """Fit on the kernels with measured duration_ns; returns the JSON-serialisable model."""

@@ -71,3 +71,30 @@ def test_slow_model_is_abandoned_after_the_timeout(gpu) -> None:
     assert time.monotonic() - started < 3
     assert runs["slow"].result is None and "0.2 s model timeout" in runs["slow"].failure
     assert runs["good"].result is not None
+
+
+def test_a_later_model_s_heavy_imports_load_ahead_and_a_failing_one_is_left_to_the_model(gpu, tmp_path,
+                                                                                           monkeypatch) -> None:
+    import sys
+
+    module = "nvperf_import_ahead_probe"
+    (tmp_path / f"{module}.py").write_text("import threading\nLOADED_IN = threading.current_thread().name\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    seen: dict[str, Any] = {}
+
+    class Importer(Fake):
+        import_ahead = (module, "nvperf_no_such_module_anywhere")
+
+        def evaluate(self, kernels: pd.DataFrame, gpu: Any, options: Any) -> Any:
+            seen["loaded"] = sys.modules.get(module)
+            return super().evaluate(kernels, gpu, options)
+
+    kernels = pd.DataFrame({"inst_executed": [1.0, 2.0]})
+    first, second = Fake("first", "ok"), Importer("second", "ok")
+    registry = Registry(models={m.id: LoadedModel(m, "test", "test", builtin=True) for m in (first, second)})
+    runs, warnings = run_models(kernels, gpu, registry)
+    # loaded in the background thread the run started, before the model that needs it ran; the module
+    # no one can import did not stop anything
+    assert seen["loaded"] is not None and seen["loaded"].LOADED_IN == "nvperf-bridge-import-ahead"
+    assert runs["second"].result is not None and not warnings
