@@ -158,6 +158,7 @@ from nvperf_bridge.model import (
     bool_option,
     choice_option,
     column_or_nan,
+    constant_column,
     constant_values,
     detail_column,
     empty_result,
@@ -368,7 +369,7 @@ class HongKimModel:
                 transactions_per_mw = sectors / requests
                 Mem_insts_requests = requests / total_warps
             else:
-                unseen_requests = pd.Series(0.0, index=index)
+                unseen_requests = constant_column(0.0, index)  # one value: 8 bytes (speed only)
             if U > c:
                 span = (U - coalesced_per_mw).clip(lower=1e-9)
                 uncoal_fraction = ((transactions_per_mw - coalesced_per_mw) / span).clip(lower=0.0, upper=1.0)
@@ -393,7 +394,7 @@ class HongKimModel:
                 memory_label = "levels (DRAM, L2 and L1 shares of the global sectors; extension)"
             else:
                 Mem_insts = Mem_insts_requests
-                Load_bytes_per_warp = pd.Series(const["Load_bytes_per_warp"], index=index)
+                Load_bytes_per_warp = constant_column(const["Load_bytes_per_warp"], index)
                 memory_label = "requests (global ld/st requests, all assumed to reach DRAM, as the paper)"
             if load_bytes != "constant" and memory_inputs != "dram":
                 # Table 1 row 21 defines Load_bytes_per_warp as the kernel's data size x 32 threads; the counters
@@ -415,7 +416,7 @@ class HongKimModel:
             elif memory_inputs == "levels":
                 Mem_LD = served_latency(levels, const["Mem_LD"], const["L2_LD"], const["L1_LD"])
             else:
-                Mem_LD = pd.Series(const["Mem_LD"], index=index)
+                Mem_LD = constant_column(const["Mem_LD"], index)
 
             freq, clock_source = sm_clock(kernels, gpu)
             N_raw, N_source = geometry.active_warps_per_sm, geometry.active_warps_source
