@@ -421,6 +421,15 @@ def bench_analyze_json(kind: str, paths: list[Path], repeat: int, limit: float, 
 
 
 def bench_models(raw: Path, n: int) -> tuple[Row, list[str]]:
+    from nvperf_bridge.text_storage import python_text
+
+    # text columns Python-backed, as the command line keeps them (nvperf_bridge/text_storage.py): where
+    # pyarrow is installed pandas 3 would store new text in Arrow arrays, slower and larger for the kernel table
+    with python_text():
+        return _bench_models(raw, n)
+
+
+def _bench_models(raw: Path, n: int) -> tuple[Row, list[str]]:
     import numpy as np
     import pandas as pd
 
