@@ -101,6 +101,19 @@ def _one_value(bits: np.ndarray, positions: np.ndarray) -> bool:
     return bool((bits[positions] == first).all() and (bits == first).all())
 
 
+def compact(series: pd.Series) -> pd.Series:
+    """``series`` itself, or where every row holds the same value (and ``repeated`` can hold it) that
+    value repeated in 8 bytes: the same dtype, bits and name."""
+    bits = _comparable(series)
+    if bits is None or len(bits) < 2:
+        return series
+    positions = np.linspace(0, len(bits) - 1, _SAMPLES).astype(np.intp)
+    if not _one_value(bits, positions):
+        return series
+    one = repeated(series)
+    return series if one is None else one
+
+
 class ColumnPool:
     """The columns of one run's results so far, by a fingerprint of their values (see the module docstring)."""
 

@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge import labels
+from nvperf_bridge.column_pool import compact
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.model import column_or_nan
 from nvperf_bridge.occupancy import frame_occupancy_arrays
@@ -128,7 +129,9 @@ def compute_geometry(kernels: pd.DataFrame, gpu: GpuProfile) -> LaunchGeometry:
         repetitions = warps_per_sm / n  # N x #Rep = warps per SM
         active_blocks = n / wpb
         waves = grid / (blocks_t * float(gpu.sm_count))
-    series = lambda values: values if isinstance(values, pd.Series) else pd.Series(values, index=index)  # noqa: E731
+    # a column of one value (every launch the same shape: the calculator's limits, a source note) is held
+    # in 8 bytes (column_pool.repeated: the same dtype and bits)
+    series = lambda values: compact(values if isinstance(values, pd.Series) else pd.Series(values, index=index))  # noqa: E731
     columns = {name: series(values) for name, values in {
         "warps_per_block": wpb,
         "total_warps": total_warps,
