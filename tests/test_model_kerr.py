@@ -47,7 +47,9 @@ def additive_kernels(n: int = 60, seed: int = 1, noise: float = 0.03) -> pd.Data
     })
     a, b = 40.0, 2.0
     frame["duration_ns"] = (a * mem + b * inst) * np.exp(rng.normal(0, noise, n))
-    frame.attrs["memory_share"] = a * mem / (a * mem + b * inst)
+    # a list, not an array: pandas 2 compares attrs with == when frames are combined (concat), and an
+    # array's elementwise answer has no truth value there
+    frame.attrs["memory_share"] = list(a * mem / (a * mem + b * inst))
     return frame
 
 
