@@ -123,33 +123,24 @@ def _text_storage(command: str | None, args: list[str]) -> AbstractContextManage
     return python_text()
 
 
-def _fewer_collections() -> tuple[int, ...]:
-    """Run the cycle collector less often. A command allocates a few million objects that reference
-    counting frees; at Python's default thresholds (700, 10, 10) the collector still ran about 200
-    young and 1 to 3 full passes over everything imported (pandas, matplotlib, openpyxl): 0.08 CPU s
-    of a small JSON run, 0.25 s of a small workbook. With young passes every 10,000 allocations a full
-    pass still comes every million, so cycles left by a long run are still freed. Returns the
-    thresholds before, which ``main`` puts back (a caller running ``main`` in its own process keeps
-    its setting)."""
-    import gc
-
-    before = gc.get_threshold()
-    gc.set_threshold(10_000, 10, 10)
-    return before
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code.
 
     Typer runs in standalone mode, so usage errors are printed by it with
     exit code 2; our own errors and unexpected ones are turned into one line.
+    ``argv`` None means the process's own command line (the console script,
+    ``python -m nvperf_bridge``): the process ends when this returns, and the
+    cycle collector is told so (``collector``: what is imported is frozen out
+    of its passes). A caller passing its own ``argv`` keeps its collector as it was.
     """
+    from nvperf_bridge import collector
     from nvperf_bridge.cli_params import install as install_plain_params
     from nvperf_bridge.errors import NvperfError
     from nvperf_bridge.signals import handle_signals
 
     args = list(sys.argv[1:] if argv is None else argv)
-    collections_before = _fewer_collections()
+    collections_before = collector.fewer_collections()
+    collector.own_process(argv is None)
     debug = "--debug" in args
     command = invoked_command(args)
     install_plain_params()  # option values converted without importing pydantic (cli_params)
@@ -184,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             code = 1
     finally:
         gc.set_threshold(*collections_before)
+        collector.command_done()
+        collector.own_process(False)
     return int(code)
 
 

@@ -111,6 +111,7 @@ def build_analysis(
     """Import ``files`` and run the models: the part ``analyze`` and ``plot`` share (``timeout_s``: per model;
     ``keep_raw`` False parses only the ncu raw columns in use: the alias table's, those the models name and
     those the review reads; ``constant``: MODEL.NAME=VALUE overrides for this run)."""
+    from nvperf_bridge import collector
     from nvperf_bridge.analysis import analyze
     from nvperf_bridge.discovery import read_inputs
     from nvperf_bridge.registry import load_registry
@@ -126,6 +127,7 @@ def build_analysis(
     # folders are searched; several files are parsed in parallel (discovery.py)
     note = getattr(progress, "note", None)
     registry = load_registry(plugin_files)
+    collector.imports_done()  # pandas, numpy and the plugins are in: the cycle collector need not walk them
     raw_columns = None if keep_raw else frozenset(
         name for entry in registry.models.values()
         for name in (*entry.model.requires.required, *entry.model.requires.optional)) | REVIEW_COLUMNS
