@@ -72,13 +72,15 @@ def analyze_command(
     if output is not None:
         check_writable(output, force=force)  # fail before the work, not after it
     progress = Progress(5, enabled=not quiet)
+    # a small report's figures are drawn by a second process that imports matplotlib meanwhile
+    worker = start_figure_worker(files) if report_format == "xlsx" or (report_format == "md" and output) else None
     try:
         analysis = build_analysis(files, gpu=gpu, model_ids=list(model or []), plugin_files=list(plugin or []),
                                   model_data=list(model_data or []), option=list(option or []),
                                   profile_dirs=list(profile_dir or []), progress=progress,
                                   timeout_s=model_timeout, isolate=not no_isolation, keep_raw=keep_raw,
                                   constant=list(constant or []))
-        outputs = report_outputs(analysis, report_format, output, progress.step)
+        outputs = report_outputs(analysis, report_format, output, progress.step, figure_worker=worker)
         progress.step("writing")
         if output is None:
             data = outputs[None]
@@ -87,10 +89,35 @@ def analyze_command(
         else:
             write_outputs({path: data for path, data in outputs.items() if path is not None}, force=force)
     finally:
+        if worker is not None:
+            worker.close()
         progress.done()
     if not quiet:
         print_warnings(analysis.warnings)
     fail_on_named_models(analysis, list(model or []))
+
+
+def start_figure_worker(files: list[Path]) -> Any:
+    """A started ``figure_worker.FigureWorker`` when the inputs are small files (together at most
+    ``discovery.IN_PROCESS_BYTES``), else None (the figures are then drawn in this process).
+
+    On a small report the worker's matplotlib import and drawing run beside this process's import of
+    pandas, its reading and models (about 0.35 s of a 1.5 s Markdown report on an idle 2-core machine,
+    benchmarks/run.py --only small). On a large input they are a small part of the time, and the
+    worker's own memory (matplotlib and numpy again, about 70 MB) would come on top of the models' peak,
+    so large inputs and folders keep the figures in this process."""
+    from nvperf_bridge.discovery import IN_PROCESS_BYTES
+    from nvperf_bridge.reports.figure_worker import FigureWorker
+
+    total = 0
+    for path in files:
+        try:
+            if not path.is_file():
+                return None  # a folder (or something not yet there): its size is not known up front
+            total += path.stat().st_size
+        except OSError:
+            return None
+    return FigureWorker.start() if total <= IN_PROCESS_BYTES else None
 
 
 def build_analysis(

@@ -15,6 +15,7 @@ import pandas as pd
 
 from nvperf_bridge.analysis import Analysis, ModelRun
 from nvperf_bridge.model import RESULT_COLUMNS
+from nvperf_bridge.reports.number_text import format_number
 
 # Text a spreadsheet runs as a formula (or a DDE command) when a cell starts with it: CSV opened by
 # double-click, a Markdown table pasted into a sheet. The workbook stores such text with a quote prefix.
@@ -96,36 +97,6 @@ def format_time(ns: float | None) -> str:
         return ""
     unit = time_unit([abs(ns)]) if ns else TimeUnit("ns", 1.0)
     return f"{format_number(ns / unit.ns)} {unit.label}"
-
-
-def format_number(value: Any, digits: int = 3) -> str:
-    """A number with ``digits`` significant digits and no exponent for everyday sizes.
-
-    Missing is ''; an unbounded intermediate quantity (e.g. Hong-Kim's CWP_full
-    with no computation cycles) is shown as the symbol '∞', never as 'inf'."""
-    if value is None:
-        return ""
-    if isinstance(value, (bool, np.bool_)):
-        return str(bool(value)).lower()
-    if isinstance(value, (int, np.integer)):
-        return f"{int(value):,}"
-    if isinstance(value, (float, np.floating)):
-        value = float(value)
-        if not math.isfinite(value):
-            return "" if math.isnan(value) else ("∞" if value > 0 else "-∞")
-        if value == 0:
-            return "0"
-        magnitude = abs(value)
-        if magnitude >= 1e15 or magnitude < 1e-4:
-            return f"{value:.{digits - 1}e}"
-        if magnitude >= 10 ** digits:
-            return f"{value:,.0f}"
-        decimals = max(0, digits - 1 - int(math.floor(math.log10(magnitude))))
-        text = f"{value:.{decimals}f}"
-        if "." in text:
-            text = text.rstrip("0").rstrip(".")
-        return text
-    return str(value)
 
 
 def format_percent(fraction: float | None, signed: bool = False) -> str:

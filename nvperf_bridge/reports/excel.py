@@ -1180,14 +1180,19 @@ def _charts_sheet(wb: Any, analysis: Analysis) -> None:
         ws.add_chart(stacked, f"A{count_header + len(models) + 3}")
 
 
-def _figures_sheet(wb: Any, figures: Sequence[Any]) -> None:
+def _figures_sheet(wb: Any) -> Any:
+    """The Figures sheet in its place among the sheets; ``_fill_figures`` puts the figures on it."""
+    ws = wb.create_sheet("Figures")
+    _print_setup(ws, None, PRINT_PAGE_WIDTH)
+    ws.column_dimensions["A"].width = 100
+    return ws
+
+
+def _fill_figures(ws: Any, figures: Sequence[Any]) -> None:
     """The PNG figures, one under the other, each with a caption."""
     from openpyxl.drawing.image import Image
 
-    ws = wb.create_sheet("Figures")
-    _print_setup(ws, None, PRINT_PAGE_WIDTH)
     cells = _Cells(ws)
-    ws.column_dimensions["A"].width = 100
     row = 1
     for figure in figures:
         ws.append([cells.cell(figure.caption, bold=True, size=12)])
@@ -1241,7 +1246,9 @@ def iter_workbook(analysis: Analysis, figures: Sequence[Any] | None = None,
                   progress: Callable[[str], None] | None = None) -> Iterator[bytes]:
     """The review workbook as chunks of .xlsx bytes, for writing as they come: the zip is filled in a
     temporary file, never held whole in memory (a 100k-kernel workbook of 57 MB was held twice, the
-    zip being filled and its bytes, on top of the analysis)."""
+    zip being filled and its bytes, on top of the analysis). ``figures``: the ``figures.ReportFigure``
+    PNGs, or a ``figures.PendingFigures`` (drawn by the figure worker meanwhile), whose ``result()`` is
+    asked for only when every other sheet is made, just before saving."""
     import tempfile
 
     frame, blocks = _workbook_frame(analysis, figures, progress)
@@ -1276,7 +1283,7 @@ def _workbook_frame(analysis: Analysis, figures: Sequence[Any] | None,
     tables.append(_write_table(wb, _accuracy_sheet(analysis)))
     step("charts")
     _charts_sheet(wb, analysis)
-    _figures_sheet(wb, list(figures or ()))
+    figures_sheet = _figures_sheet(wb)
     names = _sheet_names(analysis)
     for mid, run in analysis.runs.items():
         step(f"model sheet {mid}")
@@ -1288,6 +1295,9 @@ def _workbook_frame(analysis: Analysis, figures: Sequence[Any] | None,
     tables.append(_write_table(wb, _inputs_sheet(analysis, large)))
     tables.append(_write_table(wb, _gpu_sheet(analysis)))
     tables.append(_write_table(wb, _notes_sheet(analysis, large)))
+    # figures still being drawn (a ``figures.PendingFigures``: the figure worker) are waited for only now
+    drawn = figures.result() if hasattr(figures, "result") else figures
+    _fill_figures(figures_sheet, list(drawn or ()))
     step("saving")
     buffer = io.BytesIO()
     wb.save(buffer)

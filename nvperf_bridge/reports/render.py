@@ -9,10 +9,13 @@ after the report and linked relatively). The CLI writes the result with
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from nvperf_bridge.analysis import Analysis
 from nvperf_bridge.free_memory import release_free_memory
+
+if TYPE_CHECKING:  # pragma: no cover
+    from nvperf_bridge.reports.figure_worker import FigureWorker
 
 FORMATS: tuple[str, ...] = ("md", "json", "csv", "xlsx", "parquet")
 SUFFIXES: dict[str, str] = {".md": "md", ".markdown": "md", ".json": "json", ".csv": "csv", ".xlsx": "xlsx",
@@ -51,9 +54,12 @@ def figure_path(output: Path, key: str) -> Path:
 
 
 def report_outputs(analysis: Analysis, fmt: str, output: Path | None,
-                   progress: Callable[[str], None] | None = None) -> dict[Path | None, bytes | Iterable[bytes]]:
+                   progress: Callable[[str], None] | None = None,
+                   figure_worker: "FigureWorker | None" = None) -> dict[Path | None, bytes | Iterable[bytes]]:
     """Every file of the report as bytes, or an iterator of byte chunks for a report written as it is made
-    (JSON); the key None means stdout (Markdown, JSON, CSV only)."""
+    (JSON); the key None means stdout (Markdown, JSON, CSV only). ``figure_worker``: a started
+    ``figure_worker.FigureWorker`` that draws the figures of a Markdown report or a workbook while this
+    process writes the rest (the same PNGs; without one they are drawn here)."""
     step = progress or (lambda _label: None)
     release_free_memory()  # the models' temporaries: the report's own memory then starts from what is held
     if fmt == "json":
@@ -68,24 +74,29 @@ def report_outputs(analysis: Analysis, fmt: str, output: Path | None,
         from nvperf_bridge.reports.csv_report import iter_csv
 
         return {output: iter_csv(analysis)}  # chunks of kernels, written as they are made
-    from nvperf_bridge.reports.figures import report_figures
+    from nvperf_bridge.reports.figures import start_figures
 
     if fmt == "xlsx":
         from nvperf_bridge.reports.excel import iter_workbook
 
-        step("drawing figures")
-        figures = report_figures(analysis)
-        release_free_memory()
-        step("writing the workbook")
-        return {output: iter_workbook(analysis, figures)}  # chunks of the zip, filled in a temporary file
+        if figure_worker is None:
+            step("drawing figures")
+            drawn = start_figures(analysis).result()
+            release_free_memory()
+            step("writing the workbook")
+            return {output: iter_workbook(analysis, drawn)}  # chunks of the zip, filled in a temporary file
+        step("writing the workbook (the figures drawn beside it)")
+        # the worker draws while the sheets are made; the workbook takes the PNGs just before it is saved
+        return {output: iter_workbook(analysis, start_figures(analysis, figure_worker))}
     from nvperf_bridge.reports.markdown import join_markdown, markdown_parts, render_markdown
 
     if output is None:  # stdout: no files to link figures from
         return {None: render_markdown(analysis).encode("utf-8")}
+    pending = start_figures(analysis, figure_worker) if figure_worker is not None else None
     parts = markdown_parts(analysis)  # the text first: its temporaries are freed before the figures are drawn
     release_free_memory()
     step("drawing figures")
-    figures = report_figures(analysis)
+    figures = (pending or start_figures(analysis)).result()
     files: dict[Path | None, bytes] = {}
     links = {}
     for figure in figures:
