@@ -116,10 +116,33 @@ def test_the_worker_ends_when_the_analysis_fails(tmp_path: Path, monkeypatch: py
     assert not (tmp_path / "r.md").exists()
 
 
-def test_large_inputs_and_folders_draw_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Above discovery.IN_PROCESS_BYTES (and for a folder) no worker: its memory would add to the models'."""
+def test_large_inputs_and_folders_start_no_worker_with_the_command(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above discovery.IN_PROCESS_BYTES (and for a folder) no worker beside the models: its memory would add to
+    theirs (the figures are drawn apart, after them)."""
     small = tmp_path / "a.csv"
     small.write_text("x\n")
     monkeypatch.setattr("nvperf_bridge.discovery.IN_PROCESS_BYTES", 1)
     assert analyze_module.start_figure_worker([small]) is None
     assert analyze_module.start_figure_worker([tmp_path]) is None
+
+
+def test_figures_apart_are_the_figures_drawn_here(analysis, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A large report's figures come from a worker started after the models and ended before the text is
+    made (matplotlib never loads in the command): the same files as drawing them in process."""
+    from nvperf_bridge.reports.render import report_outputs
+
+    apart = report_outputs(analysis, "md", tmp_path / "r.md", figures_apart=True)
+    here = report_outputs(analysis, "md", tmp_path / "r.md")
+    assert sorted(p.name for p in apart if p is not None) == ["r-measured-vs-predicted.png", "r-roofline.png",
+                                                               "r-transit.png", "r.md"]
+    assert {p: data for p, data in apart.items() if p.suffix == ".png"} == \
+        {p: data for p, data in here.items() if p.suffix == ".png"}
+    workbook_apart = b"".join(report_outputs(analysis, "xlsx", tmp_path / "r.xlsx", figures_apart=True)[
+        tmp_path / "r.xlsx"])
+    import io
+
+    import openpyxl
+
+    images = [img._data() for img in openpyxl.load_workbook(io.BytesIO(workbook_apart))["Figures"]._images]
+    assert images == [f.png for f in (draw_order(o) for o in figure_orders(analysis))]

@@ -72,15 +72,18 @@ def analyze_command(
     if output is not None:
         check_writable(output, force=force)  # fail before the work, not after it
     progress = Progress(5, enabled=not quiet)
-    # a small report's figures are drawn by a second process that imports matplotlib meanwhile
-    worker = start_figure_worker(files) if report_format == "xlsx" or (report_format == "md" and output) else None
+    # a report's figures are drawn by a second process: a small report's by one that imports matplotlib
+    # meanwhile and draws beside the rest, a large report's by one started once they are needed (below)
+    figures = report_format == "xlsx" or (report_format == "md" and output is not None)
+    worker = start_figure_worker(files) if figures else None
     try:
         analysis = build_analysis(files, gpu=gpu, model_ids=list(model or []), plugin_files=list(plugin or []),
                                   model_data=list(model_data or []), option=list(option or []),
                                   profile_dirs=list(profile_dir or []), progress=progress,
                                   timeout_s=model_timeout, isolate=not no_isolation, keep_raw=keep_raw,
                                   constant=list(constant or []))
-        outputs = report_outputs(analysis, report_format, output, progress.step, figure_worker=worker)
+        outputs = report_outputs(analysis, report_format, output, progress.step, figure_worker=worker,
+                                 figures_apart=figures and worker is None)
         progress.step("writing")
         if output is None:
             data = outputs[None]
@@ -99,13 +102,14 @@ def analyze_command(
 
 def start_figure_worker(files: list[Path]) -> Any:
     """A started ``figure_worker.FigureWorker`` when the inputs are small files (together at most
-    ``discovery.IN_PROCESS_BYTES``), else None (the figures are then drawn in this process).
+    ``discovery.IN_PROCESS_BYTES``), else None.
 
     On a small report the worker's matplotlib import and drawing run beside this process's import of
     pandas, its reading and models (about 0.35 s of a 1.5 s Markdown report on an idle 2-core machine,
-    benchmarks/run.py --only small). On a large input they are a small part of the time, and the
-    worker's own memory (matplotlib and numpy again, about 70 MB) would come on top of the models' peak,
-    so large inputs and folders keep the figures in this process."""
+    benchmarks/run.py --only small). On a large input (or a folder) the worker's own memory (matplotlib
+    and numpy again, about 70 MB) would come on top of the models' peak: its figures are drawn by a
+    worker started after the models and ended before the report is written (``report_outputs``'s
+    ``figures_apart``)."""
     from nvperf_bridge.discovery import IN_PROCESS_BYTES
     from nvperf_bridge.reports.figure_worker import FigureWorker
 

@@ -58,6 +58,7 @@ import pandas as pd
 
 from nvperf_bridge.analysis import Analysis, ModelRun
 from nvperf_bridge.columns import CANONICAL_COLUMNS, IDENTITY_COLUMNS
+from nvperf_bridge.free_memory import release_free_memory
 from nvperf_bridge.model import BOTTLENECKS
 from nvperf_bridge.review.build import Review, build_review
 from nvperf_bridge.review.groups import TOP_SHARE
@@ -609,11 +610,12 @@ def _tail(analysis: Analysis, order: np.ndarray, review: Review) -> tuple[np.nda
     return order[in_top[order]], groups.table[~top]
 
 
-def _summary_sheet(analysis: Analysis, order: np.ndarray, review: Review,
+def _summary_sheet(analysis: Analysis, summary: pd.DataFrame, order: np.ndarray, review: Review,
                    time_derived: dict[str, pd.Series]) -> TableSheet:
+    """``summary``: ``analysis.summary()``, every kernel (the rows in ``order`` are shown)."""
     order, tail = _tail(analysis, order, review)
     kernels = analysis.kernels.iloc[order]
-    summary = analysis.summary().iloc[order]
+    summary = summary.iloc[order]
     columns = [
         Column("#", list(range(1, len(kernels) + 1)), "number", "0", 6.0, "rank by measured time, longest first",
                align="center"),
@@ -1252,6 +1254,7 @@ def iter_workbook(analysis: Analysis, figures: Sequence[Any] | None = None,
     import tempfile
 
     frame, blocks = _workbook_frame(analysis, figures, progress)
+    release_free_memory()  # the sheets' temporaries, before the rows are written
     with tempfile.TemporaryFile() as spool:
         write_rows(frame, blocks, spool)
         del frame, blocks  # the rows are in the file: their values can go before the copying
@@ -1274,12 +1277,18 @@ def _workbook_frame(analysis: Analysis, figures: Sequence[Any] | None,
     wb.properties.creator = f"nvperf-bridge {analysis.tool_version}"
     wb.properties.title = f"nvperf-bridge review: {analysis.gpu.name}"
     tables: list[tuple[Any, RawBlock]] = []
+    # the per-kernel summary before the review: its consensus pass (about 90 MiB of temporaries at 100k
+    # kernels) then never adds up with what the review holds, and it holds only 11 MiB itself
+    summary = analysis.summary()
+    release_free_memory()  # its temporaries' pages go back (the allocator would keep them for the process)
     step("Kernel groups")
     review = build_review(analysis)
     tables.append(_write_table(wb, _groups_sheet(review)))
     step("Summary")
     time_derived = time_derived_masks(analysis)  # read by the Summary's and the model sheets' errors
-    tables.append(_write_table(wb, _summary_sheet(analysis, order, review, time_derived)))
+    tables.append(_write_table(wb, _summary_sheet(analysis, summary, order, review, time_derived)))
+    del summary
+    release_free_memory()
     tables.append(_write_table(wb, _accuracy_sheet(analysis)))
     step("charts")
     _charts_sheet(wb, analysis)
@@ -1288,6 +1297,7 @@ def _workbook_frame(analysis: Analysis, figures: Sequence[Any] | None,
     for mid, run in analysis.runs.items():
         step(f"model sheet {mid}")
         tables.append(_write_table(wb, _model_sheet(analysis, run, names[mid], order, time_derived.get(mid))))
+    release_free_memory()
     step("Inputs")
     profiles = _profiles_sheet(analysis)
     if profiles is not None:

@@ -9,7 +9,7 @@ after the report and linked relatively). The CLI writes the result with
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from nvperf_bridge.analysis import Analysis
 from nvperf_bridge.free_memory import release_free_memory
@@ -55,11 +55,17 @@ def figure_path(output: Path, key: str) -> Path:
 
 def report_outputs(analysis: Analysis, fmt: str, output: Path | None,
                    progress: Callable[[str], None] | None = None,
-                   figure_worker: "FigureWorker | None" = None) -> dict[Path | None, bytes | Iterable[bytes]]:
+                   figure_worker: "FigureWorker | None" = None,
+                   figures_apart: bool = False) -> dict[Path | None, bytes | Iterable[bytes]]:
     """Every file of the report as bytes, or an iterator of byte chunks for a report written as it is made
-    (JSON); the key None means stdout (Markdown, JSON, CSV only). ``figure_worker``: a started
-    ``figure_worker.FigureWorker`` that draws the figures of a Markdown report or a workbook while this
-    process writes the rest (the same PNGs; without one they are drawn here)."""
+    (JSON); the key None means stdout (Markdown, JSON, CSV only).
+
+    Where a Markdown file's or a workbook's figures are drawn (the same PNGs each way):
+    ``figure_worker``, a ``figure_worker.FigureWorker`` started with the command, draws them while this
+    process writes the rest (a small report: the worker imported matplotlib meanwhile); else with
+    ``figures_apart`` a worker started now draws them and ends before the rest of the report is made (a
+    large report: matplotlib never loads here, and the worker's memory is gone before the report's own
+    peak); else they are drawn here."""
     step = progress or (lambda _label: None)
     release_free_memory()  # the models' temporaries: the report's own memory then starts from what is held
     if fmt == "json":
@@ -81,7 +87,7 @@ def report_outputs(analysis: Analysis, fmt: str, output: Path | None,
 
         if figure_worker is None:
             step("drawing figures")
-            drawn = start_figures(analysis).result()
+            drawn = _figures_here_or_apart(analysis, figures_apart)
             release_free_memory()
             step("writing the workbook")
             return {output: iter_workbook(analysis, drawn)}  # chunks of the zip, filled in a temporary file
@@ -92,11 +98,17 @@ def report_outputs(analysis: Analysis, fmt: str, output: Path | None,
 
     if output is None:  # stdout: no files to link figures from
         return {None: render_markdown(analysis).encode("utf-8")}
-    pending = start_figures(analysis, figure_worker) if figure_worker is not None else None
-    parts = markdown_parts(analysis)  # the text first: its temporaries are freed before the figures are drawn
-    release_free_memory()
-    step("drawing figures")
-    figures = (pending or start_figures(analysis)).result()
+    if figures_apart and figure_worker is None:
+        step("drawing figures")
+        figures = _figures_here_or_apart(analysis, True)  # the worker ends before the text's temporaries come
+        release_free_memory()
+        parts = markdown_parts(analysis)
+    else:
+        pending = start_figures(analysis, figure_worker) if figure_worker is not None else None
+        parts = markdown_parts(analysis)  # the text first: its temporaries are freed before the figures are drawn
+        release_free_memory()
+        step("drawing figures")
+        figures = (pending or start_figures(analysis)).result()
     files: dict[Path | None, bytes] = {}
     links = {}
     for figure in figures:
@@ -105,6 +117,25 @@ def report_outputs(analysis: Analysis, fmt: str, output: Path | None,
         links[figure.caption] = path.name
     files = {output: join_markdown(parts, links).encode("utf-8"), **files}
     return files
+
+
+def _figures_here_or_apart(analysis: Analysis, apart: bool) -> list[Any]:
+    """The report's figures drawn in this process, or (``apart``) by a figure worker started now and
+    ended once they are back (drawn here when it cannot start or draw)."""
+    from nvperf_bridge.reports.figures import PendingFigures, figure_orders, start_figures
+
+    if not apart:
+        return start_figures(analysis).result()
+    from nvperf_bridge.reports.figure_worker import FigureWorker
+
+    orders = figure_orders(analysis)
+    release_free_memory()  # the figures' data is made: its temporaries go before the worker's memory comes
+    worker = FigureWorker.start()
+    try:
+        return PendingFigures(orders, worker).result()
+    finally:
+        if worker is not None:
+            worker.close()
 
 
 __all__ = ["FILE_ONLY", "FORMATS", "figure_path", "format_for", "release_free_memory", "report_outputs"]
