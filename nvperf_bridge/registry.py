@@ -100,8 +100,18 @@ def load_registry(plugin_files: list[str | Path] | tuple[str | Path, ...] = (), 
     manager = pluggy.PluginManager(hookspecs.PROJECT)
     manager.add_hookspecs(hookspecs)
     if entry_points:
+        # "name version" of each distribution, read once: each .name and .version parses its METADATA file
+        # again (the seven built-in models' entry points made it 14 parses)
+        dists: dict[int, str] = {}
         for ep in sorted(metadata.entry_points(group=hookspecs.ENTRY_POINT_GROUP), key=lambda e: e.name):
-            dist = f"{ep.dist.name} {ep.dist.version}" if getattr(ep, "dist", None) else "unknown distribution"
+            found = getattr(ep, "dist", None)
+            if found is None:
+                dist = "unknown distribution"
+            elif id(found) not in dists:
+                meta = found.metadata
+                dist = dists[id(found)] = f"{meta['Name']} {meta['Version']}"
+            else:
+                dist = dists[id(found)]
             origin = f"entry point {ep.name} = {ep.value} ({dist})"
             try:
                 module = ep.load()
