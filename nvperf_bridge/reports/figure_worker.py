@@ -173,15 +173,17 @@ def _draw_in_lanes(orders: list[Any]) -> list[Any]:
         read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:  # the forked lane: draw, send the PNGs, leave without running the worker's exit code
-            os.close(read_end)
             try:
-                payload = pickle.dumps(("ok", [draw_order(o) for o in orders[lane::lanes]]),
-                                       protocol=pickle.HIGHEST_PROTOCOL)
-            except BaseException:  # noqa: BLE001 - lane 0 draws these itself and meets the error there
-                payload = pickle.dumps(("failed", None))
-            with os.fdopen(write_end, "wb") as out:
-                out.write(payload)
-            os._exit(0)
+                os.close(read_end)
+                try:
+                    payload = pickle.dumps(("ok", [draw_order(o) for o in orders[lane::lanes]]),
+                                           protocol=pickle.HIGHEST_PROTOCOL)
+                except BaseException:  # noqa: BLE001 - lane 0 draws these itself and meets the error there
+                    payload = pickle.dumps(("failed", None))
+                with os.fdopen(write_end, "wb") as out:
+                    out.write(payload)
+            finally:  # whatever happened (lane 0 gone: a broken pipe), this process ends here
+                os._exit(0)
         os.close(write_end)
         forked.append((lane, pid, read_end))
     drawn: list[Any] = [None] * len(orders)
