@@ -110,13 +110,16 @@ def __getattr__(name: str) -> object:
 
 # commands that never make a pandas text column: they do not import pandas for the text storage setting
 _NO_TABLES = frozenset({"gpus"})
+# commands that enter the text storage themselves (``text_storage.python_text``), a moment later: analyze
+# first starts its figure worker, whose matplotlib import then runs beside this process's import of pandas
+_OWN_TEXT_STORAGE = frozenset({"analyze"})
 
 
 def _text_storage(command: str | None, args: list[str]) -> AbstractContextManager[None]:
     """Python-backed pandas text for a command that reads tables (``text_storage``: Arrow-backed text,
     pandas' default where pyarrow is installed, measured slower and larger for the kernel table); a
     command's own help does not import pandas for it."""
-    if command is None or command in _NO_TABLES or "--help" in args or "-h" in args:
+    if command is None or command in _NO_TABLES or command in _OWN_TEXT_STORAGE or "--help" in args or "-h" in args:
         return nullcontext()
     from nvperf_bridge.text_storage import python_text
 

@@ -57,6 +57,7 @@ def analyze_command(
     from nvperf_bridge.reports.progress import Progress
     from nvperf_bridge.reports.render import format_for, report_outputs
     from nvperf_bridge.reports.write import check_writable, write_outputs
+    from nvperf_bridge.text_storage import python_text
 
     if output is not None and str(output) == "-":
         output = None  # '-' is stdout
@@ -75,22 +76,24 @@ def analyze_command(
     # a report's figures are drawn by a second process: a small report's by one that imports matplotlib
     # meanwhile and draws beside the rest, a large report's by one started once they are needed (below)
     figures = report_format == "xlsx" or (report_format == "md" and output is not None)
-    worker = start_figure_worker(files) if figures else None
+    worker = start_figure_worker(files) if figures else None  # first: its imports run beside pandas'
     try:
-        analysis = build_analysis(files, gpu=gpu, model_ids=list(model or []), plugin_files=list(plugin or []),
-                                  model_data=list(model_data or []), option=list(option or []),
-                                  profile_dirs=list(profile_dir or []), progress=progress,
-                                  timeout_s=model_timeout, isolate=not no_isolation, keep_raw=keep_raw,
-                                  constant=list(constant or []))
-        outputs = report_outputs(analysis, report_format, output, progress.step, figure_worker=worker,
-                                 figures_apart=figures and worker is None)
-        progress.step("writing")
-        if output is None:
-            data = outputs[None]
-            for chunk in [data] if isinstance(data, bytes) else data:  # JSON comes in chunks
-                typer.echo(chunk.decode("utf-8"), nl=False)
-        else:
-            write_outputs({path: data for path, data in outputs.items() if path is not None}, force=force)
+        with python_text():  # Python-backed pandas text, as without pyarrow (text_storage: cli leaves it
+            # to this command, so that the figure worker above starts before pandas is imported)
+            analysis = build_analysis(files, gpu=gpu, model_ids=list(model or []), plugin_files=list(plugin or []),
+                                      model_data=list(model_data or []), option=list(option or []),
+                                      profile_dirs=list(profile_dir or []), progress=progress,
+                                      timeout_s=model_timeout, isolate=not no_isolation, keep_raw=keep_raw,
+                                      constant=list(constant or []))
+            outputs = report_outputs(analysis, report_format, output, progress.step, figure_worker=worker,
+                                     figures_apart=figures and worker is None)
+            progress.step("writing")
+            if output is None:
+                data = outputs[None]
+                for chunk in [data] if isinstance(data, bytes) else data:  # JSON comes in chunks
+                    typer.echo(chunk.decode("utf-8"), nl=False)
+            else:
+                write_outputs({path: data for path, data in outputs.items() if path is not None}, force=force)
     finally:
         if worker is not None:
             worker.close()

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from nvperf_bridge.analysis import Analysis
 from nvperf_bridge.free_memory import release_free_memory
 
 if TYPE_CHECKING:  # pragma: no cover
+    from nvperf_bridge.analysis import Analysis
     from nvperf_bridge.reports.figure_worker import FigureWorker
 
 FORMATS: tuple[str, ...] = ("md", "json", "csv", "xlsx", "parquet")
