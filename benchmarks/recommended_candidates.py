@@ -14,8 +14,9 @@ way of blending with Transit. Every candidate and the shipped form are fitted th
 bounded least squares on log(predicted/measured), soft_l1, f_scale 0.5, from NEUTRAL), but on
 the term table computed once (``recommended.term_table``) instead of through ``evaluate``, so a
 candidate takes about a minute instead of ten. On the shipped form the figures equal
-fit_recommended.py's (16.4% / 85.2% on fold seeds 0-2 for model 2.3; 16.4% / 84.4% for model 2.2,
-the ``model2.2`` candidate here; 19.7% / 84.4% for model 2.1, the ``model2.1`` candidate).
+fit_recommended.py's (for model 2.4 see docs/calibration.md; 16.4% / 85.2% on fold seeds 0-2 for model
+2.3, the ``model2.3`` candidate here; 16.4% / 84.4% for model 2.2, ``model2.2``; 19.7% / 84.4% for model
+2.1, ``model2.1``).
 
 Printed per candidate: median APE / within 2x held out (5-fold grouped by application on
 ../shared/realdata/magus-corpus) as the mean of fold seeds 0-2, the kernels within 2x per seed
@@ -132,22 +133,19 @@ def _chain(terms: pd.DataFrame, values: dict[str, float]) -> pd.DataFrame:
     return terms
 
 
-def memlat_by_level(kernels: pd.DataFrame, gpu: Any) -> pd.Series:
-    """Global requests per warp per wave, each weighted by where its sectors were served (memory_levels):
-    DRAM 1, L2 hit 1/2 (200 of 400 cycles, data/architectures.yaml's Mem_LD and L2_LD), L1 hit 1/5."""
-    from nvperf_bridge.counters import global_sectors
-    from nvperf_bridge.memory_levels import served_fractions
-
-    ld, st, _ = global_sectors(kernels, gpu)
-    levels = served_fractions(kernels, ld.fillna(0.0) + st.fillna(0.0))
-    weight = levels["f_dram"] + 0.5 * levels["f_l2"] + 0.2 * levels["f_l1"]
-    return _per_warp_per_wave(kernels, gpu, (_column(kernels, "inst_global_ld") + _column(kernels, "inst_global_st")) * weight)
+def memlat_unweighted(kernels: pd.DataFrame, gpu: Any) -> pd.Series:
+    """Global requests per warp per wave, every request alike (models 2.1 to 2.3; 2.4 weighs each by the
+    level that served it)."""
+    return _per_warp_per_wave(kernels, gpu, _column(kernels, "inst_global_ld") + _column(kernels, "inst_global_st"))
 
 
-def _memlat_by_level(terms: pd.DataFrame, values: dict[str, float]) -> pd.DataFrame:
+def _memlat_unweighted(terms: pd.DataFrame, values: dict[str, float]) -> pd.DataFrame:
     terms = terms.copy()
-    terms["memlat"] = terms["memlat_by_level"]
+    terms["memlat"] = terms["memlat_unweighted"]
     return terms
+
+
+UNWEIGHTED = {"transform": _memlat_unweighted, "columns": {"memlat_unweighted": memlat_unweighted}}
 
 
 def _l2_hits_at_half(terms: pd.DataFrame, values: dict[str, float]) -> pd.DataFrame:
@@ -185,12 +183,14 @@ def _blend_hong_kim(terms: pd.DataFrame, values: dict[str, float]) -> pd.DataFra
 
 
 CANDIDATES = [
-    Candidate("shipped", "model 2.3 as shipped (k_latency held at the architecture's dependent-issue latency)"),
-    Candidate("model2.2", "model 2.2: k_latency fitted (floor 0.5 cycles)", fitted=("k_latency",), start={"k_latency": 4.0}),
+    Candidate("shipped", "model 2.4 as shipped (memory latency by the level that served each request)"),
+    Candidate("model2.3", "model 2.3: every global request exposes the same latency", **UNWEIGHTED),
+    Candidate("model2.2", "model 2.2: k_latency fitted (floor 0.5 cycles), requests alike", fitted=("k_latency",),
+              start={"k_latency": 4.0}, **UNWEIGHTED),
     # the fit: what model 2.2 changed from 2.1, one at a time and together
     Candidate("model2.1", "model 2.1: k_transit and k_latency fitted (no floor), fit weights 1/sqrt(rows of the kernel "
               "function)", fitted=("k_transit", "k_latency"), weights="kernel", start={"k_latency": 4.0},
-              bounds={"k_latency": (1e-3, 1e3)}),
+              bounds={"k_latency": (1e-3, 1e3)}, **UNWEIGHTED),
     # the candidates below change the shipped form (model 2.3) in one way; the docs' table says which base each was
     # screened against
     Candidate("fitktransit", "k_transit fitted (Transit scaled inside the blend)", fitted=("k_transit",)),
@@ -199,9 +199,9 @@ CANDIDATES = [
     Candidate("pmax", "soft maximum held at p = 20 (the largest bound wins, as in a roofline)", held=("p",),
               start={"p": 20.0}),
     Candidate("nolatfloor", "k_latency fitted down to 0.001 cycles (no dual-issue floor), as first shipped in model 2.2",
-              fitted=("k_latency",), start={"k_latency": 4.0}, bounds={"k_latency": (1e-3, 1e3)}),
-    Candidate("latency7", "k_latency held at 7 cycles (not a sourced figure: the value next to 2.2's fitted 6.89)",
-              start={"k_latency": 7.0}),
+              fitted=("k_latency",), start={"k_latency": 4.0}, bounds={"k_latency": (1e-3, 1e3)}, **UNWEIGHTED),
+    Candidate("latency7", "k_latency held at 7 cycles (not a sourced figure: the value next to 2.2's fitted 6.89), "
+              "model 2.3 otherwise", start={"k_latency": 7.0}, **UNWEIGHTED),
     Candidate("fscale0.7", "fit loss soft_l1, f_scale 0.7", settings={"f_scale": 0.7}),
     Candidate("fscale1", "fit loss soft_l1, f_scale 1.0", settings={"f_scale": 1.0}),
     Candidate("prior1", "a pull of every fitted constant toward its start value (NEUTRAL): weight 1 per log unit",
@@ -230,8 +230,6 @@ CANDIDATES = [
     Candidate("outside", "launch overhead added after the Transit blend (not blended)", overhead_outside_blend=True),
     Candidate("chain", "latency and memory latency add up in one warp's critical path (not a soft maximum)",
               transform=_chain),
-    Candidate("memlevels", "memory latency per request weighted by the level that served it (DRAM 1, L2 1/2, L1 1/5)",
-              transform=_memlat_by_level, columns={"memlat_by_level": memlat_by_level}),
     Candidate("l2half", "L2 hits charged at half the L2 term's cost (DRAM-backed bytes at the full cost)",
               transform=_l2_hits_at_half),
     Candidate("transitlaunch", "the launch overhead added to Transit's prediction too, before the blend",

@@ -35,8 +35,12 @@ counts are never inputs)::
 - ``T_latency`` = instructions per warp x waves / clock: one warp's dependent
   instruction stream, once per wave (k_latency = cycles per dependent instruction: the
   architecture's dependent-issue latency from the GPU profile, 6 cycles on Pascal, not fitted);
-- ``T_memlat``  = global requests per warp x waves / clock (k_memlat = cycles of
-  memory latency exposed per request).
+- ``T_memlat``  = global requests per warp x waves / clock x (f_dram + 0.48 f_l2 + 0.072 f_l1):
+  each request weighted by where its sectors were served (``memory_levels.served_fractions``,
+  from the counted DRAM and L2 sectors), an L2 hit answering in 0.48 and an L1 hit in 0.072 of
+  the DRAM round trip (``L2_HIT_LATENCY_RATIO``, ``L1_HIT_LATENCY_RATIO``: pointer-chasing
+  microbenchmarks, the figures luo-suda's t_l2 / t_l1 defaults cite); k_memlat = cycles of DRAM
+  latency exposed per request (model 2.4; before it every request counted alike).
 
 ``T_transit`` is Transit's own prediction with the profile's constants (the stacked paper
 model); where Transit gives none, ``t = B``. ``waves`` is the shared launch geometry's
@@ -107,10 +111,16 @@ from nvperf_bridge.model import (
 )
 
 MODEL_ID = "recommended"
-MODEL_VERSION = "2.3"
+MODEL_VERSION = "2.4"
 DATA_FILE = "recommended_estimate.json"
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, cc 3.x (Kepler) to 10.x/12.x: CUDA C++ Programming Guide, "Compute Capabilities"
 SECTOR_BYTES = 32
+# A request's latency by the level that served it, as a share of the DRAM round trip (model 2.4's memory-latency
+# term): L2 hit 221 vs 460 cycles on a V100 (pointer-chasing microbenchmark, github.com/markdewing/AI_kernels
+# latency/README.md), L1 hit about 33 (github.com/ooreilly/cuda cache/README.md) -- the figures luo-suda's
+# t_l2 and t_l1 defaults cite (plugins/luo_suda.py)
+L2_HIT_LATENCY_RATIO = 221.0 / 460.0
+L1_HIT_LATENCY_RATIO = 33.0 / 460.0
 # The bound model's terms (the soft maximum); Transit is blended in geometrically, not a term.
 BOUND_TERMS = ("issue", "dram", "l2", "shared", "fp64", "atomic", "latency", "memlat")
 # the dominant L2 term is named "dram" where DRAM bytes are at least this share of the L2's bytes
@@ -161,7 +171,8 @@ _SPECS = (
     # are; without the floor a training set with no latency-bound kernel but cuBLAS's ILP-rich GEMMs drove it
     # to 0.001 (docs/calibration.md, model 2.2)
     ("k_latency", "cycles", (0.5, 1e3), "cycles per dependent instruction of one warp, per wave (>= 0.5: dual issue)"),
-    ("k_memlat", "cycles", (1e-3, 1e4), "cycles of memory latency exposed per global request of one warp, per wave"),
+    ("k_memlat", "cycles", (1e-3, 1e4), "cycles of DRAM latency exposed per global request of one warp, per wave "
+                                         "(an L2-served request 0.48 of it, an L1-served one 0.072)"),
     ("p", "exponent", (1.0, 20.0), "soft-maximum exponent (1: terms add, 20: the largest wins)"),
     ("w_transit", "weight", (0.0, 1.0), "weight of Transit in the geometric blend (0: the bound model alone)"),
     ("k_transit", "x", (1e-3, 1e3), "factor on Transit's prediction inside the blend"),
@@ -214,6 +225,20 @@ def l2_traffic_bytes(kernels: pd.DataFrame, gpu: GpuProfile) -> pd.Series:
     return counted.where(counted.notna(), sectors)
 
 
+def memory_latency_exposure(kernels: pd.DataFrame, gpu: GpuProfile) -> pd.Series:
+    """Per kernel, the latency of one of its global requests as a share of the DRAM round trip:
+    f_dram + L2_HIT_LATENCY_RATIO x f_l2 + L1_HIT_LATENCY_RATIO x f_l1, the fractions of its global
+    sectors DRAM, L2 and L1 served (``memory_levels.served_fractions``: counted DRAM and L2 sectors
+    over global sectors; all DRAM where DRAM traffic was not collected or was derived from the time,
+    no L1 share where L2 traffic was not collected)."""
+    from nvperf_bridge.counters import global_sectors
+    from nvperf_bridge.memory_levels import served_fractions, served_latency
+
+    ld_sectors, st_sectors, _ = global_sectors(kernels, gpu)
+    levels = served_fractions(kernels, ld_sectors.fillna(0) + st_sectors.fillna(0))
+    return served_latency(levels, 1.0, L2_HIT_LATENCY_RATIO, L1_HIT_LATENCY_RATIO)
+
+
 def stock_transit_profile(gpu: GpuProfile) -> GpuProfile:
     """``gpu`` with Transit's constants as they were before ``calibrate`` fitted them.
 
@@ -247,6 +272,7 @@ def term_table(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any
     wavefronts = (column_or_nan(kernels, "shared_ld_wavefronts").fillna(0)
                   + column_or_nan(kernels, "shared_st_wavefronts").fillna(0))
     requests = column_or_nan(kernels, "inst_global_ld").fillna(0) + column_or_nan(kernels, "inst_global_st").fillna(0)
+    exposure = memory_latency_exposure(kernels, gpu)
     fp64_peak = gpu.peak_fp64_flop_per_s
     flop_dp = column_or_nan(kernels, "flop_dp").fillna(0)
     warps = geometry.total_warps
@@ -260,7 +286,7 @@ def term_table(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any
             "fp64": flop_dp / fp64_peak * 1e9 if fp64_peak else flop_dp * 0.0,
             "atomic": atomic_transactions(kernels) / clock * 1e9,
             "latency": executed / warps * waves / clock * 1e9,
-            "memlat": requests / warps * waves / clock * 1e9,
+            "memlat": requests * exposure / warps * waves / clock * 1e9,
         }, index=kernels.index, copy=False)  # new columns: not copied into one block
     from nvperf_bridge.builtin_plugins.transit import MODEL as TRANSIT
 
@@ -381,7 +407,8 @@ class RecommendedModel:
     version = MODEL_VERSION
     description = ("Recommended estimate (beyond the papers): launch overhead + soft maximum of the issue and DRAM "
                    "bounds at the hardware's peaks, a dependent-latency term at the architecture's dependent-issue "
-                   "latency and fitted L2, shared-memory, FP64, atomic and memory-latency bounds, blended geometrically with Transit's prediction; chosen by "
+                   "latency and fitted L2, shared-memory, FP64, atomic and memory-latency bounds (requests weighted "
+                   "by the level that served them), blended geometrically with Transit's prediction; chosen by "
                    "application-grouped cross-validation on magus-corpus")
     paper = ("nvperf-bridge recommended estimate (not a paper's model): fitted on magus-corpus; blends Transit "
              "(Li et al., HPDC'15) with bound and latency terms")

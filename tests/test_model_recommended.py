@@ -333,6 +333,24 @@ def test_the_shipped_fit_path_passes_the_application_weights(realdata_dir: Path,
     assert len(seen[0]) == len(kernels) and by_app.to_numpy() == pytest.approx([1.0, 1.0])
 
 
+def test_a_request_served_by_l2_exposes_less_latency_than_one_served_by_dram() -> None:
+    """Model 2.4's memory-latency term weighs each global request by the level that served its sectors
+    (memory_levels, from the counted DRAM and L2 sectors): the same 2.1e5 requests cost the full
+    k_memlat each when DRAM served all their sectors, 221/460 of it when L2 hits did (pointer-chasing
+    latencies on a V100), and a mix in proportion."""
+    gpu = resolve_profile("gtx-1080-ti")
+    sector_bytes = (6e6 + 2e6) * 32  # the global load + store sectors of _kernel, all reaching L2
+    counted = {"l2_read_bytes": 6e6 * 32, "l2_write_bytes": 2e6 * 32}
+    by_dram = MODEL.evaluate(_kernel(dram_bytes=sector_bytes, **counted), gpu, {})["T_memlat_ns"][0]
+    by_l2 = MODEL.evaluate(_kernel(dram_bytes=0.0, **counted), gpu, {})["T_memlat_ns"][0]
+    half = MODEL.evaluate(_kernel(dram_bytes=sector_bytes / 2, **counted), gpu, {})["T_memlat_ns"][0]
+    k_memlat = recommended.shipped_fit()["constants"]["k_memlat"]
+    waves = 10  # 2048 blocks of 8 warps, 8 resident per SM (64 warps, 8 x 8192 registers) on 28 SMs: 9.1 -> 10
+    assert by_dram == pytest.approx(2.1e5 / (2048 * 8) * waves * k_memlat / 1582e6 * 1e9, rel=1e-6)
+    assert by_l2 == pytest.approx(by_dram * 221 / 460)
+    assert half == pytest.approx((by_dram + by_l2) / 2)
+
+
 def test_the_latency_constant_is_the_architectures_dependent_issue_latency() -> None:
     """k_latency (cycles per dependent instruction of one warp) is not fitted: every profile inherits its
     architecture's dependent-issue latency from data/architectures.yaml with the microbenchmark paper it
