@@ -278,8 +278,16 @@ def run_models(
     # small_pages: the models' new columns are first-touched memory, which a huge-page fault can make
     # wait for the kernel's compaction (nvperf_bridge.hugepages); keep_freed: one model's freed arrays
     # are the next one's, not fresh pages (nvperf_bridge.heap). Speed only, the same values.
-    with small_pages(), keep_freed(), _shared_launch_geometry(kernels, gpu) as geometry, shared_evaluations():
-        return _run_models(kernels, gpu, registry, model_ids, options, timeout_s, isolate, geometry)
+    # the heavy modules a later model imports (kerr: scipy) load on the other core while the geometry is
+    # computed and the models before it run
+    wanted = [mid for mid in (model_ids or registry.models) if mid in registry.models]
+    ahead = _import_ahead([registry.models[mid] for mid in wanted[1:]])
+    try:
+        with small_pages(), keep_freed(), _shared_launch_geometry(kernels, gpu) as geometry, shared_evaluations():
+            return _run_models(kernels, gpu, registry, model_ids, options, timeout_s, isolate, geometry, ahead)
+    finally:
+        if ahead is not None:
+            ahead.join()  # done long before (nothing is left running after the run)
 
 
 @contextlib.contextmanager
@@ -305,6 +313,7 @@ def _run_models(
     timeout_s: float | None,
     isolate: bool,
     geometry: Any = None,
+    ahead: threading.Thread | None = None,
 ) -> tuple[dict[str, ModelRun], list[str]]:
     options = options or {}
     warnings = list(registry.problems)
@@ -320,8 +329,6 @@ def _run_models(
         warnings.append("plugins run in this process: worker processes need fork, which this platform lacks")
     from nvperf_bridge.column_pool import ColumnPool
 
-    # the heavy modules a later model imports (kerr: scipy) load on the other core meanwhile
-    ahead = _import_ahead([registry.models[mid] for mid in wanted[1:]])
     # a column equal to one an earlier result holds is stored once (memory only: the same values)
     pool = ColumnPool()
     if geometry is not None:  # a model's detail equal to a geometry column (N, #Rep, active SMs) is stored as it
@@ -365,17 +372,15 @@ def _run_models(
         warnings.extend(f"model {mid} printed: {text}" for text in printed)
         run.wall_s, run.cpu_s = time.perf_counter() - started[0], time.process_time() - started[1]
         runs[mid] = run
-    if ahead is not None:
-        ahead.join()  # done long before (nothing is left running after the run)
     return runs, warnings
 
 
 def _import_ahead(models: list[Any]) -> threading.Thread | None:
     """Import the modules the built-in ``models`` name in ``import_ahead`` (heavy imports their evaluate
-    makes: kerr's scipy, ~0.25 CPU s) in a background thread, started now, while the earlier models
-    run: numpy's loops release the interpreter lock, so on a second core the import costs no wall time.
-    A module that fails to import is left to the model's own import, which reports it. None when there
-    is nothing to import."""
+    makes: kerr's scipy, ~0.25 CPU s) in a background thread, started now, while the launch geometry is
+    computed and the earlier models run: numpy's loops release the interpreter lock, so on a second
+    core the import costs no wall time. A module that fails to import is left to the model's own
+    import, which reports it. None when there is nothing to import."""
     import sys
 
     names = [name for loaded in models if loaded.builtin
