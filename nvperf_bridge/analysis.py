@@ -281,7 +281,7 @@ def run_models(
     # the heavy modules a later model imports (kerr: scipy) load on the other core while the geometry is
     # computed and the models before it run
     wanted = [mid for mid in (model_ids or registry.models) if mid in registry.models]
-    ahead = _import_ahead([registry.models[mid] for mid in wanted[1:]])
+    ahead = _import_ahead([registry.models[mid] for mid in wanted[1:]]) if len(kernels) >= IMPORT_AHEAD_ROWS else None
     try:
         with small_pages(), keep_freed(), _shared_launch_geometry(kernels, gpu) as geometry, shared_evaluations():
             return _run_models(kernels, gpu, registry, model_ids, options, timeout_s, isolate, geometry, ahead)
@@ -373,6 +373,12 @@ def _run_models(
         run.wall_s, run.cpu_s = time.perf_counter() - started[0], time.process_time() - started[1]
         runs[mid] = run
     return runs, warnings
+
+
+# Below this many kernel rows nothing is imported ahead: the models take a fraction of a second, and
+# kerr's scipy (0.2 CPU s, 26 MB, 182 modules) would be loaded for nothing, kerr reaching for it only
+# on large fits (thin_svd from 4x its columns, clustering); the small-file case paid 0.21 CPU s for it
+IMPORT_AHEAD_ROWS = 10_000
 
 
 def _import_ahead(models: list[Any]) -> threading.Thread | None:

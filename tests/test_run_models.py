@@ -93,6 +93,10 @@ def test_a_later_model_s_heavy_imports_load_ahead_and_a_failing_one_is_left_to_t
     kernels = pd.DataFrame({"inst_executed": [1.0, 2.0]})
     first, second = Fake("first", "ok"), Importer("second", "ok")
     registry = Registry(models={m.id: LoadedModel(m, "test", "test", builtin=True) for m in (first, second)})
+    # a small table imports nothing ahead (the import would cost more than it hides)
+    run_models(kernels, gpu, registry)
+    assert seen["loaded"] is None
+    monkeypatch.setattr("nvperf_bridge.analysis.IMPORT_AHEAD_ROWS", len(kernels))
     runs, warnings = run_models(kernels, gpu, registry)
     # loaded in the background thread the run started, before the model that needs it ran; the module
     # no one can import did not stop anything
