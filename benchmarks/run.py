@@ -301,7 +301,7 @@ def machine() -> dict[str, str]:
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     optional = {}
-    for name in ("orjson", "pyarrow"):  # optional extras that change the speed of some outputs
+    for name in ("orjson", "pyarrow"):  # runtime dependencies whose absence (the fallbacks) changes the speed of some outputs
         try:
             optional[name] = __import__(name).__version__
         except ImportError:
