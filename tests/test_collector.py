@@ -41,8 +41,10 @@ def test_the_console_command_freezes_its_imports_and_writes_the_same_report(real
     own, inner = tmp_path / "own.json", tmp_path / "inner.json"
     code = ("import gc, sys; from nvperf_bridge import cli; sys.argv = ['nvperf-bridge'] + sys.argv[1:]; "
             "code = cli.main(); print(gc.get_freeze_count(), file=sys.stderr); sys.exit(code)")
+    # cwd away from the checkout: `python -c` puts the working folder first on sys.path, and the checkout's
+    # nvperf_bridge/ (no profiles/ inside: they ship as package data) would shadow the installed package
     done = subprocess.run([sys.executable, "-c", code, "analyze", *pair, "-o", str(own), "-q"],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert int(done.stderr.split()[-1]) > 10_000  # pandas and numpy alone are hundreds of thousands of objects
     assert cli.main(["analyze", *pair, "-o", str(inner), "-q"]) == 0

@@ -41,7 +41,8 @@ def _analyze(files: list[Path], out: Path, fmt: str, hidden: Path | None) -> str
             "print('pyarrow' in sys.modules and sys.modules['pyarrow'] is not None, 'orjson' in sys.modules)\n"
             "sys.exit(rc)\n")
     proc = subprocess.run([sys.executable, "-c", code, "analyze", *map(str, files), "--format", fmt, "-o", str(out),
-                           "--force", "-q"], env=env, capture_output=True, text=True, timeout=300)
+                           "--force", "-q"], env=env, capture_output=True, text=True, timeout=300,
+                          cwd=out.parent)  # not the checkout: `python -c` would import its nvperf_bridge/ first
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip()
 
