@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -231,11 +232,8 @@ def test_l2_term_reads_the_l2_counters_of_a_real_nvprof_file(realdata_dir: Path)
     pd.testing.assert_series_equal(terms["l2"], expected, check_names=False)
 
 
-def test_candidate_screening_predicts_the_shipped_form_exactly(realdata_dir: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """benchmarks/recommended_candidates.py fits on a term table instead of through evaluate: on the
-    shipped form and the shipped constants its predictions of magus-corpus are the model's own, so the
-    candidates it screens are compared with the estimate users get, not with a copy of it."""
+def _screening_on_corpus(realdata_dir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, pd.DataFrame, Any]:
+    """benchmarks/recommended_candidates.py, magus-corpus's kernels with a measured time, and their GPU."""
     import importlib
 
     from nvperf_bridge.analysis import choose_gpu
@@ -248,6 +246,15 @@ def test_candidate_screening_predicts_the_shipped_form_exactly(realdata_dir: Pat
     kernels = read_inputs(sorted(f for f in corpus.iterdir() if f.suffix == ".csv")).kernels
     kernels = kernels[measured_ns(kernels).notna()]
     gpu, _ = choose_gpu(kernels, None)
+    return screening, kernels, gpu
+
+
+def test_candidate_screening_predicts_the_shipped_form_exactly(realdata_dir: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """benchmarks/recommended_candidates.py fits on a term table instead of through evaluate: on the
+    shipped form and the shipped constants its predictions of magus-corpus are the model's own, so the
+    candidates it screens are compared with the estimate users get, not with a copy of it."""
+    screening, kernels, gpu = _screening_on_corpus(realdata_dir, monkeypatch)
     shipped = next(c for c in screening.CANDIDATES if c.name == "shipped")
     values = {spec.name: spec.default for spec in MODEL.constants}
     screened = screening._TermEvaluator(shipped, screening._terms(shipped, kernels, gpu)).predict(values)
@@ -381,18 +388,9 @@ def test_the_held_latency_keeps_a_spinning_thread_within_2x_when_its_application
     model 2.2 (fitted, floor 0.5 cycles) stops at the floor and concurrentKernels' clock_block (one
     thread spinning for 10.7 ms) comes out about 8x too fast, without the floor about 140x. Held at
     Pascal's dependent-issue latency (6 cycles, model 2.3) it stays within 2x (about 0.83x)."""
-    import importlib
-
-    from nvperf_bridge.analysis import choose_gpu
     from nvperf_bridge.calibration import application_groups, measured_ns
-    from nvperf_bridge.discovery import read_inputs
 
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    screening = importlib.import_module("recommended_candidates")
-    corpus = realdata_dir / "magus-corpus"
-    kernels = read_inputs(sorted(f for f in corpus.iterdir() if f.suffix == ".csv")).kernels
-    kernels = kernels[measured_ns(kernels).notna()]
-    gpu, _ = choose_gpu(kernels, None)
+    screening, kernels, gpu = _screening_on_corpus(realdata_dir, monkeypatch)
     apps = application_groups(kernels)
     train = ~apps.isin(["cudasdk_eigenvalues", "cudasdk_concurrentKernels"]).to_numpy()
     clock = (kernels["kernel_name"].astype(str).str.startswith("clock_block")).to_numpy()
