@@ -951,6 +951,7 @@ def calibrated_profile_mapping(
         }
         if outcome.chosen_options:
             block_models[model_id]["options"] = _options_provenance(outcome)
+    block_models.update(_earlier_calibrations(base.raw.get("calibration"), base.id, exclude=block_models))
     document["models"] = models
     if not models:
         del document["models"]
@@ -976,6 +977,20 @@ def calibrated_profile_mapping(
         "skipped": skipped,
     }
     return document
+
+
+def _earlier_calibrations(earlier: Any, base_id: str, exclude: Mapping[str, Any]) -> dict[str, Any]:
+    """The base profile's calibration records of the models this fit left alone (not asked for, or
+    skipped): their fitted constants stay in ``models:``, so their record stays too, saying which
+    calibration made it. Without it their validated accuracy (the verdicts' weights) and the list of
+    options their fit chose (chosen again by the next fit, never pinned) would be lost."""
+    if not isinstance(earlier, Mapping) or not isinstance(earlier.get("models"), Mapping):
+        return {}
+    made_by = {"profile": base_id, "date": earlier.get("date"), "command": earlier.get("command"),
+               "data_files": len(earlier.get("data") or [])}
+    return {model_id: entry if "carried_from" in entry else {**entry, "carried_from": made_by}
+            for model_id, entry in earlier["models"].items()
+            if model_id not in exclude and isinstance(entry, Mapping)}
 
 
 def _options_provenance(outcome: ModelCalibration) -> dict[str, Any]:

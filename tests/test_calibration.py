@@ -484,6 +484,52 @@ def test_recalibrating_a_calibrated_profile_chooses_its_fitted_options_again(
     assert pinned.chosen_options == {} and pinned.options == {"form": "overlapped"}
 
 
+def test_recalibrating_one_model_keeps_the_other_models_calibration_record(gpu: GpuProfile, tmp_path: Path) -> None:
+    """``calibrate --model A`` from a profile that calibrated A and B: B's fitted constants stay, and so
+    does its record (held-out error, the options its fit chose), marked with the calibration that made
+    it. Without it B's validated accuracy (the verdicts' weight) is gone, and B's chosen options would
+    read as a person's pins at the next fit."""
+    from nvperf_bridge.review.verdict import validated_accuracy
+
+    fake, overlap = FakeModel(), OverlapModel()
+    kernels = overlapped_kernels(overlap, gpu)
+    data = tmp_path / "data.csv"
+    data.write_text("measured kernels\n")
+    settings = CalibrationSettings(folds=3, restarts=0)
+    first = calibrate(kernels, gpu, {fake.id: fake, overlap.id: overlap}, settings)
+    document = calibrated_profile_mapping(first, "test-gpu-calibrated", [data], tool_version="9.9",
+                                          date="2024-01-02", command="nvperf-bridge calibrate data.csv")
+    calibrated = load_profile_file(write_profile(document, tmp_path / "test-gpu-calibrated.yaml"))
+    overlap_record = calibrated.raw["calibration"]["models"][overlap.id]
+    accuracy = validated_accuracy(calibrated, overlap.id)
+    assert accuracy is not None and calibrated.fitted_option_names(overlap.id) == {"form"}
+
+    second = calibrate(kernels, calibrated, {fake.id: fake}, settings)
+    again = calibrated_profile_mapping(second, "test-gpu-recalibrated", [data], tool_version="9.9", date="2024-02-03")
+    recalibrated = load_profile_file(write_profile(again, tmp_path / "test-gpu-recalibrated.yaml"))
+    records = recalibrated.raw["calibration"]["models"]
+    assert "carried_from" not in records[fake.id]  # made by this fit
+    kept = records[overlap.id]
+    assert kept["carried_from"] == {"profile": "test-gpu-calibrated", "date": "2024-01-02",
+                                    "command": "nvperf-bridge calibrate data.csv", "data_files": 1}
+    assert kept["error"] == overlap_record["error"] and kept["options"] == overlap_record["options"]
+    assert validated_accuracy(recalibrated, overlap.id) == accuracy
+    assert recalibrated.constant(overlap.id, "issue_cycles") == calibrated.constant(overlap.id, "issue_cycles")
+    # the option the first fit chose is still a fit's choice: the next fit of that model chooses again
+    assert recalibrated.fitted_option_names(overlap.id) == {"form"}
+    assert recalibrated.pinned_options_for(overlap.id) == {}
+    # the workbook's GPU sheet says where the kept record came from
+    from nvperf_bridge.reports.excel import _calibration_fields
+
+    rows = dict(_calibration_fields(recalibrated.raw["calibration"], "test-gpu-recalibrated.yaml"))
+    assert rows[f"models.{overlap.id}"].endswith("from the calibration of 2024-01-02 (test-gpu-calibrated)")
+    assert "from the calibration" not in rows[f"models.{fake.id}"]
+    # a third generation keeps the record's first origin, not the profile it passed through
+    third = calibrated_profile_mapping(calibrate(kernels, recalibrated, {fake.id: fake}, settings),
+                                       "test-gpu-third", [data], tool_version="9.9", date="2024-03-04")
+    assert third["calibration"]["models"][overlap.id]["carried_from"]["profile"] == "test-gpu-calibrated"
+
+
 def test_a_yaml_switch_word_read_as_a_boolean_is_the_choice_it_spells() -> None:
     """YAML 1.1 reads ``l2_reads: off`` in a profile as False: the model takes it as ``off``,
     as ``--option hong-kim.l2_reads=off`` gives it, never as an error."""

@@ -976,6 +976,9 @@ def _calibration_fields(calibration: Mapping[str, Any], profile: str) -> Iterato
                 chosen = (block.get("options") or {}).get("chosen") or {}
                 if chosen:
                     parts.append("options chosen: " + ", ".join(f"{name}={v}" for name, v in chosen.items()))
+                made_by = block.get("carried_from")
+                if isinstance(made_by, Mapping):  # a model this calibration left alone: its earlier record
+                    parts.append(f"from the calibration of {made_by.get('date')} ({made_by.get('profile')})")
                 yield f"models.{mid}", "; ".join(parts)
         elif isinstance(value, Mapping):
             yield from ((f"{key}.{name}", leaf) for name, leaf in _flat_fields(value))
