@@ -236,21 +236,97 @@ def _pct(x: float) -> str:
 RAW_IDENTITY = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
                 "Grid Size", "Device", "CC")
 
-# the per-launch counters (placeholders in the row templates), with their units row entry
+# the per-launch counters (placeholders in the row templates), with their units row entry and the
+# Launches field or raw_counters() key that holds their values. Besides time, cycles, occupancy, instructions,
+# DRAM bytes and global requests/sectors, the page carries every counter a built-in model reads from an ncu
+# profile, so each model computes its full equations on it (a ``--set full`` page has them all): shared-memory
+# instructions and wavefronts (Kothapalli's N_memory and k', Kerr, Luo-Suda, the recommended estimate's shared
+# term), barriers (Hong-Kim's Synch_cost), L2 sectors and hit rate (the memory levels), thread-level FP
+# instructions (flops: roofline, Transit, Kerr), global atomics/reductions (the recommended estimate) and the
+# speed-of-light percentages (roofline's comparison with Nsight). Names and units as real ncu files print them
+# (../shared/realdata: the shared and FP counters as in the A100 attention profile, #29) or, for the ones no
+# file there holds, the first ncu spelling of nvperf_bridge/data/metric_aliases.csv.
 RAW_LAUNCH_METRICS = (
     ("dram__bytes_read.sum", "byte", "dram_read"),
     ("dram__bytes_write.sum", "byte", "dram_write"),
+    ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "%", "sol_memory_pct"),
+    ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "%", "sol_dram_pct"),
     ("gpu__time_duration.sum", "ns", "duration_ns"),
     ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "", "shared_ld"),
+    ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "", "shared_st_wavefronts"),
     ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "request", "gld_req"),
     ("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", "request", "gst_req"),
     ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "sector", "gld_sectors"),
     ("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "sector", "gst_sectors"),
+    ("l1tex__t_set_accesses_pipe_lsu_mem_global_op_atom.sum", "", "atom"),
+    ("l1tex__t_set_accesses_pipe_lsu_mem_global_op_red.sum", "", "red"),
+    ("lts__t_sector_hit_rate.pct", "%", "l2_hit_pct"),
+    ("lts__t_sectors_op_read.sum", "sector", "l2_read_sectors"),
+    ("lts__t_sectors_op_write.sum", "sector", "l2_write_sectors"),
+    ("sass__inst_executed_shared_loads", "inst", "inst_shared_ld"),
+    ("sass__inst_executed_shared_stores", "inst", "inst_shared_st"),
     ("sm__cycles_elapsed.avg", "cycle", "cycles"),
+    ("sm__sass_thread_inst_executed_op_dadd_pred_on.sum", "inst", "dadd"),
+    ("sm__sass_thread_inst_executed_op_dfma_pred_on.sum", "inst", "dfma"),
+    ("sm__sass_thread_inst_executed_op_dmul_pred_on.sum", "inst", "dmul"),
+    ("sm__sass_thread_inst_executed_op_fadd_pred_on.sum", "inst", "fadd"),
+    ("sm__sass_thread_inst_executed_op_ffma_pred_on.sum", "inst", "ffma"),
+    ("sm__sass_thread_inst_executed_op_fmul_pred_on.sum", "inst", "fmul"),
+    ("sm__sass_thread_inst_executed_op_hadd_pred_on.sum", "inst", "hadd"),
+    ("sm__sass_thread_inst_executed_op_hfma_pred_on.sum", "inst", "hfma"),
+    ("sm__sass_thread_inst_executed_op_hmul_pred_on.sum", "inst", "hmul"),
+    ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", "sol_sm_pct"),
     ("sm__warps_active.avg.pct_of_peak_sustained_active", "%", "occupancy_pct"),
     ("smsp__inst_executed.sum", "inst", "inst_executed"),
+    ("smsp__inst_executed_op_barrier.sum", "inst", "inst_barrier"),
     ("smsp__inst_issued.sum", "inst", "inst_issued"),
 )
+
+
+def raw_counters(launches: Launches, seed: int) -> dict[str, np.ndarray]:
+    """The raw page's per-launch counters beyond ``Launches`` (see RAW_LAUNCH_METRICS), consistent with it.
+
+    Drawn from a generator of their own (``[seed, 1]``), after the launches they follow from.
+    """
+    rng = np.random.default_rng([seed, 1])
+    n = len(launches.kernel)
+    inst = launches.inst_executed
+    # shared memory: a load request is 1 wavefront without bank conflicts, k for a k-way conflict
+    ways_ld = rng.choice([1, 1, 1, 2, 4], size=n)
+    inst_shared_ld = -(-launches.shared_ld // ways_ld)
+    inst_shared_st = np.rint(inst_shared_ld * rng.uniform(0.1, 0.6, n)).astype(np.int64)
+    shared_st_wavefronts = inst_shared_st * rng.choice([1, 1, 2], size=n)
+    # barriers come with shared-memory exchanges between a block's warps
+    inst_barrier = np.rint(inst_shared_ld * rng.uniform(0.02, 0.2, n)).astype(np.int64)
+    # L2: the L1 misses of global loads and every store reach it, and DRAM reads are its misses
+    dram_read_sectors = launches.dram_read // 32
+    l2_read = np.maximum(np.rint(launches.gld_sectors * rng.uniform(0.3, 1.0, n)).astype(np.int64),
+                         np.rint(dram_read_sectors * rng.uniform(1.0, 1.6, n)).astype(np.int64))
+    l2_write = np.maximum(launches.gst_sectors, launches.dram_write // 32)
+    l2_hit_pct = np.where(l2_read > 0, 100.0 * (1.0 - dram_read_sectors / np.maximum(l2_read, 1)), 0.0)
+    # thread-level FP instructions (32 threads per warp instruction); FP64 in a few launches only
+    lanes = inst * 32
+
+    def share(high: float, where: np.ndarray | None = None) -> np.ndarray:
+        values = np.rint(lanes * rng.uniform(0.0, high, n)).astype(np.int64)
+        return values if where is None else np.where(where, values, 0)
+
+    fp64 = rng.random(n) < 0.05
+    atomics = rng.random(n) < 0.1
+    sol_sm = np.clip(launches.occupancy_pct * rng.uniform(0.2, 1.0, n), 0.0, 100.0)
+    sol_dram = rng.uniform(0.5, 95.0, n)
+    return {
+        "inst_shared_ld": inst_shared_ld, "inst_shared_st": inst_shared_st,
+        "shared_st_wavefronts": shared_st_wavefronts, "inst_barrier": inst_barrier,
+        "l2_read_sectors": l2_read, "l2_write_sectors": l2_write, "l2_hit_pct": l2_hit_pct.round(2),
+        "ffma": share(0.3), "fadd": share(0.05), "fmul": share(0.05),
+        "hfma": share(0.1), "hadd": share(0.02), "hmul": share(0.02),
+        "dfma": share(0.02, fp64), "dadd": share(0.01, fp64), "dmul": share(0.01, fp64),
+        "atom": np.rint(launches.gst_req * rng.uniform(0.0, 0.2, n) * atomics).astype(np.int64),
+        "red": np.rint(launches.gst_req * rng.uniform(0.0, 0.1, n) * atomics).astype(np.int64),
+        "sol_sm_pct": sol_sm.round(2), "sol_dram_pct": sol_dram.round(2),
+        "sol_memory_pct": np.clip(sol_dram * rng.uniform(1.0, 1.3, n), 0.0, 100.0).round(2),
+    }
 _DEVICE_ATTRS = (
     "architecture", "async_engine_count", "can_flush_remote_writes", "can_map_host_memory", "can_tex2d_gather",
     "can_use_64_bit_stream_mem_ops", "can_use_host_pointer_for_registered_mem", "can_use_stream_wait_value_nor",
@@ -419,7 +495,8 @@ def write_ncu_raw(path: Path, n: int, seed: int = 0) -> Path:
     templates = _raw_templates(kern, columns, rng)
     launches = make_launches(kern, n, rng)
     variant = rng.integers(0, len(templates[0]), n)
-    fields = [getattr(launches, attr) for _, _, attr in RAW_LAUNCH_METRICS]
+    counters = {**vars(launches), **raw_counters(launches, seed)}
+    fields = [counters[key] for _, _, key in RAW_LAUNCH_METRICS]
     with open(path, "w", encoding="ascii", newline="\n") as out:
         out.write("==PROF== Connected to process 233787 (/usr/bin/python3.12)\n")
         out.write("==PROF== Disconnected from process 233787\n")
