@@ -4,6 +4,7 @@ usual rows and the per-row loop for the others give, row for row, what the suffi
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -34,3 +35,38 @@ def test_a_long_trace_of_usual_names_with_memcpy_rows() -> None:
     names = [f"kernel_{i % 7}(float*) [{i}]" if i % 50 else "[CUDA memcpy HtoD]" for i in range(20_000)]
     base, digits = _split_suffix(np.array(names, dtype=object))
     assert list(zip(base.tolist(), digits.tolist())) == [_by_regex(name) for name in names]
+
+
+def _by_arrow(names: list, block: int) -> list:
+    """``_ArrowNames`` fed ``names`` in blocks of ``block`` rows: (base, digits) per row."""
+    import pyarrow as pa
+
+    from nvperf_bridge.importers.nvprof_trace import _ArrowNames
+
+    split = _ArrowNames()
+    for start in range(0, len(names), block):
+        split.add(pa.array(names[start:start + block], type=pa.string()))
+    if not split.rows:
+        return []
+    out = split.result()
+    bases = [None if code < 0 else out.distinct[code] for code in out.codes]
+    return list(zip(bases, out.suffix.tolist()))
+
+
+@given(st.lists(st.sampled_from(NAMES), max_size=40), st.integers(1, 7))
+def test_pyarrows_split_is_the_regexs_row_for_row(names: list, block: int) -> None:
+    # the pyarrow reader splits each block of the trace in C and only the unusual names in Python
+    assert _by_arrow(names, block) == [_by_regex(name) for name in names]
+
+
+def test_pyarrows_split_numbers_names_by_first_appearance_across_blocks() -> None:
+    from nvperf_bridge.importers.nvprof_trace import _ArrowNames
+    import pyarrow as pa
+
+    names = [f"kernel_{i % 5}(float*) [{i}]" if i % 9 else "[CUDA memcpy HtoD]" for i in range(100)]
+    split = _ArrowNames()
+    for start in range(0, 100, 13):
+        split.add(pa.array(names[start:start + 13]))
+    out = split.result()
+    codes, distinct = pd.factorize(np.array([_by_regex(n)[0] for n in names], dtype=object))
+    assert out.codes.tolist() == codes.tolist() and out.distinct.tolist() == distinct.tolist()

@@ -180,6 +180,7 @@ def _join_runs(parts: list, tables: list, text: str) -> list:
         if out and parsed.info.format == out[-1].info.format and parsed.info.format in _APPENDED_RUNS:
             last = out[-1]
             last.frame = pd.concat([last.frame, parsed.frame], ignore_index=True, sort=False)
+            last.names = None  # the first run's names alone: found again from the joined frame
             last.info.kernels += parsed.info.kernels
             last.info.skipped.extend(parsed.info.skipped)
             last.info.warnings.extend(parsed.info.warnings)

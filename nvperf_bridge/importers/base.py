@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from nvperf_bridge.kernelframe import InputFile
@@ -25,6 +26,9 @@ class Parsed:
     join: str = "launch"
     kinds: dict[str, str] = field(default_factory=dict)
     rules: pd.DataFrame | None = None  # ncu guidance rows (kernelframe.RULE_COLUMNS), keyed by this file's kernel_id
+    # each row's kernel_name factorized, (codes, distinct names) as pd.factorize gives them, where the importer
+    # knows it (a trace's names): joins group a million launches by code instead of hashing each name again
+    names: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def count_reasons(reasons: pd.Series, lines: pd.Series) -> list[str]:

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Iterable
+from typing import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -398,16 +398,54 @@ def without_time_derived(kernels: pd.DataFrame) -> pd.DataFrame:
 _PARAMS = re.compile(r"\(.*\)\s*(?:const)?\s*$", re.S)
 
 
-def short_names(names: pd.Series) -> pd.Series:
+def short_names(names: pd.Series, factorized: tuple[np.ndarray, np.ndarray] | None = None) -> pd.Series:
     """Display names: no ``void``, no parameter list, long template arguments shortened.
 
     ``void matrixMulCUDA<int=32>(float*, float*)`` -> ``matrixMulCUDA<int=32>``;
     names whose template arguments are longer than 40 characters keep
     ``<...>`` in their place so tables stay readable.
     """
-    unique = pd.Series(names.dropna().unique())
-    mapping = dict(zip(unique, unique.map(_short_one)))
-    return names.map(mapping)
+    return map_text(names, _short_one, factorized)
+
+
+def map_text(values: pd.Series, func: Callable[[str], object],
+             factorized: tuple[np.ndarray, np.ndarray] | None = None) -> pd.Series:
+    """``values.map({v: func(v) for each distinct present v})``, with ``func`` called once per distinct
+    value and each row's value found by its code (``factorize_text``, or ``factorized`` where the caller
+    has it) instead of hashed again."""
+    codes, distinct = factorized if factorized is not None else factorize_text(values)
+    if not len(distinct):
+        return values.map({})
+    # what ``Series.map`` does with a dict: the dict as a Series, taken at each row (missing: NaN)
+    mapping = pd.Series(dict(zip(distinct, map(func, distinct))))
+    taken = pd.api.extensions.take(mapping.array, codes, allow_fill=True)
+    return pd.Series(taken, index=values.index, name=values.name)
+
+
+FACTORIZE_BY_IDENTITY_FROM = 10_000  # rows from which factorize_text looks at object identity first
+
+
+def factorize_text(values: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(values)`` (codes in order of first appearance, -1 where missing; the distinct
+    values), fast for a long text column that repeats a few Python string objects, as the kernel names
+    of a trace or a raw page do (made from their distinct names): pandas hashes every row's whole text
+    (0.3 CPU s for a million names of a few hundred characters), so rows are first told apart by
+    object identity (``id``, an integer per row) and only the distinct objects are factorized by text.
+    The same answer for any column; a column of all different objects only pays the identity pass.
+    """
+    array = values.to_numpy(dtype=object) if isinstance(values, pd.Series) else np.asarray(values, dtype=object)
+    n = len(array)
+    if n < FACTORIZE_BY_IDENTITY_FROM:
+        return pd.factorize(array)
+    # every object of the column is alive while it is held here, so no two of them share an id
+    id_codes, ids = pd.factorize(np.fromiter(map(id, array), dtype=np.uint64, count=n))
+    if len(ids) > n // 2:
+        return pd.factorize(array)
+    row_of = np.empty(len(ids), dtype=np.intp)
+    row_of[id_codes] = np.arange(n)  # a row holding each distinct object (which one does not matter)
+    # ids are numbered by first appearance, so the texts' codes are too
+    codes, distinct = pd.factorize(array[row_of])
+    return codes[id_codes], distinct
 
 
 def _short_one(name: str) -> str:
@@ -438,15 +476,17 @@ def _short_one(name: str) -> str:
 _MAX_TEMPLATE = 64
 
 
-def finish(frame: pd.DataFrame, storage: np.ndarray | None = None) -> pd.DataFrame:
+def finish(frame: pd.DataFrame, storage: np.ndarray | None = None,
+           names: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame:
     """Canonical dtypes and column order: identity columns, canonical metrics, raw counters.
 
     ``storage`` is the float64 block (one row per column) that a streamed
     importer read the raw counters into: the raw counters of the result are
-    then that block, compacted in place, instead of a copy of it.
+    then that block, compacted in place, instead of a copy of it. ``names``:
+    ``kernel_name`` factorized (``Parsed.names``), where the importer has it.
     """
     columns: dict[str, pd.Series] = {name: frame[name] for name in frame.columns}
-    short = short_names(frame["kernel_name"])
+    short = short_names(frame["kernel_name"], names)
     columns["kernel"] = frame["kernel"].combine_first(short) if "kernel" in frame.columns else short
     invocations = frame["invocations"] if "invocations" in frame.columns else pd.Series(1, index=frame.index)
     # a count that is not a number in 1..2**53 (inf, 0, negative, text) is treated as missing: 1
@@ -460,22 +500,36 @@ def finish(frame: pd.DataFrame, storage: np.ndarray | None = None) -> pd.DataFra
         if col.dtype == "str":
             present = values.notna()
             text = values.astype(object).where(present, None)
-            text[present] = values[present].astype(str)
+            if not _only_str(text.to_numpy()[present.to_numpy()]):  # texts are kept as they are
+                text[present] = values[present].astype(str)
             columns[name] = text
         elif name == "source_row":
             columns[name] = pd.to_numeric(values, errors="coerce").astype("Int64")
         else:
             columns[name] = pd.to_numeric(values, errors="coerce").astype("float64")
     # a raw column with nothing in it tells the user nothing
-    names = [c for c in columns if c in CANONICAL_COLUMNS or columns[c].notna().any()]
+    names = [c for c in columns if c in CANONICAL_COLUMNS or _has_value(columns[c])]
     identity = [c for c in IDENTITY_COLUMNS if c in names]
     canonical = [c for c in CANONICAL_COLUMNS if c in names and c not in identity]
     raw = [c for c in names if c not in CANONICAL_COLUMNS]
     ordered = {c: columns[c] for c in identity + canonical + raw}
     if storage is not None:
         return _assemble(ordered, frame.index, storage, set(raw)).reset_index(drop=True)
-    out = pd.DataFrame(ordered, index=frame.index)
+    out = pd.DataFrame(ordered, index=frame.index, copy=False)  # the columns as they are, not copied into blocks
     return out.reset_index(drop=True)
+
+
+def _has_value(column: pd.Series) -> bool:
+    """Whether any value of ``column`` is present: its first rows are looked at first (a million-row column
+    whose first row has a value needs no full pass)."""
+    return bool(column.iloc[:64].notna().any()) or bool(column.notna().any())
+
+
+def _only_str(values: np.ndarray) -> bool:
+    """Every value is a ``str`` (a subclass too): ``astype(str)`` keeps each as it is."""
+    from pandas.api.types import infer_dtype
+
+    return infer_dtype(values, skipna=False) == "string"
 
 
 def _assemble(columns: dict[str, pd.Series], index: pd.Index, storage: np.ndarray, raw: set[str]) -> pd.DataFrame:
@@ -560,15 +614,23 @@ def check_ranges(kernels: pd.DataFrame, warnings: list[str]) -> pd.DataFrame:
 
 
 def to_parsed(frame: pd.DataFrame, kinds: dict[str, str], info: InputFile, *, per_kernel: bool, join: str,
-              storage: np.ndarray | None = None) -> Parsed:
+              storage: np.ndarray | None = None, names: tuple[np.ndarray, np.ndarray] | None = None) -> Parsed:
     """The last step of every CSV importer: canonical columns, final shape, and what the
-    file contributed (kernel rows, device names) recorded in ``info``."""
+    file contributed (kernel rows, device names) recorded in ``info`` (``names``: see ``Parsed.names``)."""
     record_coverage(frame, kinds, info)
-    frame = finish(canonicalize(frame, kinds, info.notes), storage=storage)
+    frame = finish(canonicalize(frame, kinds, info.notes), storage=storage, names=names)
     info.kernels = len(frame)
     devices = frame["device"].dropna().unique() if "device" in frame.columns else []
     info.device = ", ".join(map(str, devices)) if len(devices) else None
-    return Parsed(frame=frame, info=info, per_kernel=per_kernel, join=join, kinds=kinds)
+    return Parsed(frame=frame, info=info, per_kernel=per_kernel, join=join, kinds=kinds, names=names)
+
+
+def kernel_name_codes(parsed: Parsed) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize`` of the file's ``kernel_name`` column: the importer's (``Parsed.names``) where it
+    kept them, else ``factorize_text``."""
+    if parsed.names is not None and len(parsed.names[0]) == len(parsed.frame):
+        return parsed.names
+    return factorize_text(parsed.frame["kernel_name"])
 
 
 def record_coverage(frame: pd.DataFrame, kinds: dict[str, str], info: InputFile) -> None:

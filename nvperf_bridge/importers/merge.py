@@ -26,7 +26,8 @@ import pandas as pd
 
 from nvperf_bridge.columns import IDENTITY_COLUMNS
 from nvperf_bridge.importers.base import Parsed
-from nvperf_bridge.importers.canonical import TIME_MARK, canonicalize, finish, short_names
+from nvperf_bridge.importers.canonical import (TIME_MARK, canonicalize, finish, kernel_name_codes, map_text,
+                                              short_names)
 from nvperf_bridge.kernelframe import ImportResult
 
 _LAUNCH_KEY = ["kernel_id", "kernel_name"]
@@ -111,8 +112,21 @@ def _signatures(names: pd.Series) -> pd.Series:
     """Each name's normalised signature (names.py), parsed once per distinct name."""
     from nvperf_bridge.names import parse
 
-    unique = pd.unique(names.astype(str))
-    return names.astype(str).map({n: parse(n).full() for n in unique})
+    return map_text(names.astype(str), lambda name: parse(name).full())
+
+
+def _signature_codes(p: Parsed) -> tuple[np.ndarray, pd.Index]:
+    """Each row's signature (``_signatures`` of its kernel name) as a code into the distinct signatures,
+    both numbered by first appearance as ``pd.factorize`` numbers them (-1: no name); parsed once per
+    distinct name and found by the file's name codes (``kernel_name_codes``), never hashed per row."""
+    from nvperf_bridge.names import parse
+
+    codes, names = kernel_name_codes(p)
+    # the signatures as ``_signatures`` types them (a Series made of text)
+    full = pd.Series([parse(str(name)).full() for name in names])
+    signature_of_name, signatures = pd.factorize(full)
+    rows = np.where(codes >= 0, signature_of_name[np.maximum(codes, 0)], -1) if len(names) else codes
+    return rows, pd.Index(signatures, dtype=full.dtype)
 
 
 _KEY_WORDS = {"full": "the full signature", "name_params": "name and parameters",
@@ -136,7 +150,7 @@ def _best_trace(metrics: Parsed, traces: list[Parsed], taken: set[int]) -> Parse
     for trace in traces:
         if id(trace) in taken:
             continue
-        found = match_names(left, trace.frame["kernel_name"].astype(str).unique())
+        found = match_names(left, kernel_name_codes(trace)[1])
         # a kernel left ambiguous still says the files belong together (it is then named, not lost)
         score = sum(2 if m.right is not None else 1 if m.candidates else 0 for m in found.values())
         if score > best_score:
@@ -154,17 +168,19 @@ def _join_metrics_trace(metrics: Parsed, trace: Parsed, warnings: list[str]) -> 
     """
     from nvperf_bridge.names import match_names
 
-    t = trace.frame.copy()
-    t["_full"] = _signatures(t["kernel_name"])
+    t = trace.frame  # only read: grouped by each row's signature code, never copied
+    codes, signatures = _signature_codes(trace)  # numbered by first appearance, as groupby(sort=False) orders
     numeric = [c for c in t.columns if c not in IDENTITY_COLUMNS and pd.api.types.is_numeric_dtype(t[c])]
-    agg = t.groupby("_full", sort=False).agg(
+    agg = t.groupby(np.where(codes >= 0, codes, np.nan), sort=False).agg(  # NaN: no signature, no group
         **{c: (c, "mean") for c in numeric},
         # a trace has a row per launch; a GPU summary has a row per kernel with its Calls
         _launches=("invocations", "sum") if trace.per_kernel else ("kernel_name", "size"),
         device=("device", "first") if "device" in t.columns else ("kernel_name", lambda s: None),
         kernel_name=("kernel_name", "first"),
         _first_row=("source_row", "min"),
-    ).reset_index()
+    )
+    agg.index = signatures[agg.index.to_numpy().astype(np.intp)].rename("_full")
+    agg = agg.reset_index()
     m = metrics.frame.copy()
     found = match_names(m["kernel_name"].astype(str).unique(), agg["kernel_name"].astype(str))
     full_of = dict(zip(agg["kernel_name"].astype(str), agg["_full"]))
@@ -451,12 +467,12 @@ def drop_overlaps(parsed: list[Parsed], warnings: list[str]) -> list[Parsed]:
     if not traces:
         return kept
     out: list[Parsed] = []
-    launches = [(t, _launch_counts(t.frame, per_kernel=False)) for t in traces]
+    launches = [(t, _launch_counts(t, per_kernel=False)) for t in traces]
     for p in kept:
         if p.info.format != "nvprof-summary":
             out.append(p)
             continue
-        calls = _launch_counts(p.frame, per_kernel=True)
+        calls = _launch_counts(p, per_kernel=True)
         same = next((t for t, counts in launches if counts.equals(calls)), None)
         if same is not None:
             _mark_dropped(p, f"not counted: the same run as the trace {same.info.path} (the same {len(calls)} kernels "
@@ -481,11 +497,15 @@ def _content_hash(p: Parsed, cache: dict[int, int]) -> int:
     return cache[id(p)]
 
 
-def _launch_counts(frame: pd.DataFrame, *, per_kernel: bool) -> pd.Series:
+def _launch_counts(p: Parsed, *, per_kernel: bool) -> pd.Series:
     """Launches per kernel signature (names.py), sorted by signature: a trace counts its rows, a summary
     sums its Calls."""
-    signature = _signatures(frame["kernel_name"])
-    counts = frame["invocations"].groupby(signature.to_numpy()).sum() if per_kernel else signature.value_counts()
+    if per_kernel:
+        signature = _signatures(p.frame["kernel_name"])
+        counts = p.frame["invocations"].groupby(signature.to_numpy()).sum()
+    else:  # the signatures' value_counts, counted by code (a trace repeats a few signatures a million times)
+        codes, signatures = _signature_codes(p)
+        counts = pd.Series(np.bincount(codes[codes >= 0], minlength=len(signatures)), index=signatures)
     return counts.astype("int64").sort_index().rename(None).rename_axis(None)
 
 

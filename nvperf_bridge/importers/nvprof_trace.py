@@ -16,7 +16,9 @@ text are ignored with a note.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -31,6 +33,7 @@ from nvperf_bridge.importers.text import (
     parse_numbers,
     read_streamed_table,
     read_table,
+    streamed_header,
     strip_device_index,
     table_at,
     unparsed,
@@ -52,6 +55,23 @@ NVVP_FORMAT = "nvvp-trace"
 _UNIT_IN_NAME = re.compile(r"^(?P<name>[^()]+?)\s*\((?P<unit>[A-Za-z/%]+)\)$")
 _NVVP_NAMES = {"Start Time": "Start"}  # the nvvp export's column names that differ from nvprof's trace
 _DEVICE_IN_TEXT = re.compile(r'^"([^"]+?) \(\d+\)",', re.M)
+
+
+@dataclass
+class NameSplit:
+    """The Name column split into kernel name and correlation suffix: ``codes`` (-1: no name) into the
+    distinct names ``distinct`` (an object array), each row's suffix digits ``suffix`` (an object array,
+    None where there is none) and ``missing`` (rows without a name)."""
+
+    codes: np.ndarray
+    distinct: np.ndarray
+    suffix: np.ndarray
+    missing: np.ndarray
+
+    def release(self) -> None:
+        """Let go of the per-row arrays once the kept rows are taken (a million rows each)."""
+        empty = np.empty(0, dtype=object)
+        self.codes, self.suffix, self.missing = empty.astype(np.int64), empty, empty.astype(bool)
 
 
 def read(path: Path, text: str, found: Sniffed) -> Parsed:
@@ -83,6 +103,11 @@ def read_stream(path: Path, head: Head, found: Sniffed) -> Parsed | None:
         if units_end < 0:
             return None
         units = next(csv.reader(io.StringIO(text[header_end + 1:units_end])), [])
+    header_line = text.count("\n", 0, found.start)
+    by_arrow = _arrow_table(path, head, found.start, units is not None)
+    if by_arrow is not None:
+        raw, split, select = by_arrow
+        return _from_table(path, raw, units, header_line, "nvprof-trace", None, None, split=split, select=select)
     read = read_streamed_table(path, head, found.start, dtype={c: str for c in _TEXT_COLUMNS},
                                skiprows=[1] if units is not None else None, low_memory=False)
     if read is None:
@@ -94,14 +119,17 @@ def read_stream(path: Path, head: Head, found: Sniffed) -> Parsed | None:
     if first.dtype.kind not in "fiub":  # object or text: a header line may sit among the rows
         if (first.astype(object) == header[0]).any():
             return None  # the header again under the rows (runs appended to one file): the whole-text path splits them
-    return _from_table(path, raw, units, text.count("\n", 0, found.start), "nvprof-trace", None, None)
+    return _from_table(path, raw, units, header_line, "nvprof-trace", None, None)
 
 
 def _from_table(path: Path, raw: pd.DataFrame, units: list[str] | None, header_line: int, fmt: str,
-                text: str | None, table_end: int | None) -> Parsed:
+                text: str | None, table_end: int | None, split: NameSplit | None = None,
+                select: Callable[[pd.DataFrame, np.ndarray], pd.DataFrame] | None = None) -> Parsed:
     """The canonical rows of a read trace or summary table (``raw``: text columns as strings, the rest as
     the C parser read them; ``units``: the units row, if any; ``text``/``table_end``: the whole text and
-    where the table ends, for the summary's device name in a table after it)."""
+    where the table ends, for the summary's device name in a table after it; ``split``: the Name column
+    already split (``_arrow_table``), in which case ``raw`` holds no Name column; ``select(raw, keep)``:
+    the kept rows of ``raw``, where the reader has a cheaper way than ``raw.loc[keep]``)."""
     unit_of = dict(zip(raw.columns, units)) if units else {}
     first_line = header_line + (3 if units else 2)
     info = InputFile(path=str(path), format=fmt, kernels=0)
@@ -111,39 +139,52 @@ def _from_table(path: Path, raw: pd.DataFrame, units: list[str] | None, header_l
                           "(Duration(ns)); one row per GPU activity")
     header_cols = list(raw.columns)
     raw["_line"] = np.arange(first_line, first_line + len(raw))
-    if "Name" not in raw.columns:
-        raise InputError("the nvprof table has no Name column", path=path, line=header_line + 1)
-
-    # names differ from launch to launch only in their [correlation id] suffix: split that off with a plain
-    # string method per row, then classify and keep the few distinct kernel names (one regex per name)
-    base, suffix = _split_suffix(raw["Name"].to_numpy(dtype=object, na_value=None))
-    codes, distinct = pd.factorize(base, use_na_sentinel=True)
+    if split is None:
+        if "Name" not in raw.columns:
+            raise InputError("the nvprof table has no Name column", path=path, line=header_line + 1)
+        # names differ from launch to launch only in their [correlation id] suffix: split that off with a
+        # plain string method per row, then classify and keep the few distinct kernel names (one regex per name)
+        base, suffix = _split_suffix(raw["Name"].to_numpy(dtype=object, na_value=None))
+        codes, distinct = pd.factorize(base, use_na_sentinel=True)
+        split = NameSplit(codes, distinct, suffix, raw["Name"].isna().to_numpy())
+    codes, distinct, suffix = split.codes, split.distinct, split.suffix
     why = pd.Series(None, index=range(len(distinct)), dtype=object)
     distinct_text = pd.Series(distinct, dtype=object)
     for pattern, label in NON_KERNEL:
         why[why.isna() & distinct_text.str.contains(pattern, regex=True)] = label
-    reason = pd.Series(np.append(why.to_numpy(), None)[codes], index=raw.index, dtype=object)  # code -1: no name
-    names = raw["Name"]
-    reason[names.isna()] = "row without a name"
+    reason = pd.Series(np.append(why.to_numpy(), None)[codes], index=raw.index, dtype=object,  # code -1: no name
+                       copy=False)
+    reason[split.missing] = "row without a name"
     if "Type" in raw.columns:
         api = reason.isna() & raw["Type"].fillna("").astype(str).str.contains("API", regex=False)
         reason[api] = "API call (host side, not a kernel)"
     skipped = reason.notna()
     info.skipped.extend(count_reasons(reason[skipped], raw.loc[skipped, "_line"]))
-    kernels = raw.loc[~skipped].copy()
+    keep = ~skipped.to_numpy()
+    del reason, skipped  # million-row columns not needed below: freed before the frame is made
+    if keep.all():
+        kernels = raw  # only read below: no copy of its own
+    else:
+        kernels = raw.loc[keep] if select is None else select(raw, keep)
     if kernels.empty:
         raise InputError("the nvprof table lists no kernels (only memcpy/memset or other activities)",
                          path=path, line=header_line + 1)
 
     frame = pd.DataFrame(index=kernels.index)
-    keep = ~skipped.to_numpy()
-    suffix = pd.Series(suffix[keep], index=kernels.index, dtype=object)
-    frame["kernel_name"] = pd.Series(distinct.astype(object)[codes[keep]], index=kernels.index, dtype=object)
+    kept_codes = codes[keep]
+    # arrays made here are the Series' own: pandas 3 would copy each again
+    suffix = pd.Series(suffix[keep], index=kernels.index, dtype=object, copy=False)
+    frame["kernel_name"] = pd.Series(distinct.astype(object)[kept_codes], index=kernels.index, dtype=object,
+                                     copy=False)
+    del codes
+    split.release()
     if "Correlation_ID" in kernels.columns:
         frame["kernel_id"] = kernels["Correlation_ID"].astype(object).combine_first(suffix)
     else:
         frame["kernel_id"] = suffix
-    frame["kernel_id"] = frame["kernel_id"].combine_first(kernels["_line"].astype(str))
+    no_id = frame["kernel_id"].isna()
+    if no_id.any():  # the line number where a launch has neither (a million line numbers made text otherwise)
+        frame["kernel_id"] = frame["kernel_id"].combine_first(kernels["_line"].astype(str))
     frame["source"] = str(path)
     frame["source_row"] = kernels["_line"]
     if "Device" in kernels.columns:
@@ -174,7 +215,7 @@ def _from_table(path: Path, raw: pd.DataFrame, units: list[str] | None, header_l
         if found_unit is None:
             unknown.add(unit)
             found_unit = (1.0, "?")
-        frame[column] = numbers * found_unit[0]
+        frame[column] = numbers * found_unit[0] if found_unit[0] != 1.0 else numbers  # x * 1.0 is x
         kinds[column] = found_unit[1]
     if unknown:
         info.notes.append(f"unknown units kept unconverted: {', '.join(sorted(unknown))}")
@@ -197,7 +238,9 @@ def _from_table(path: Path, raw: pd.DataFrame, units: list[str] | None, header_l
         if device is not None and "device" not in frame.columns:
             frame["device"] = device.group(1)
             info.notes.append(f"device name {device.group(1)!r} taken from the Unified Memory table after the summary")
-    return to_parsed(frame, kinds, info, per_kernel=per_kernel, join="name")
+    kept_codes, kept = pd.factorize(kept_codes)  # the kept rows' names, numbered as pd.factorize numbers them
+    return to_parsed(frame, kinds, info, per_kernel=per_kernel, join="name",
+                     names=(kept_codes, distinct.astype(object)[kept]))
 
 
 def _units_from_header(raw: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -250,19 +293,22 @@ def _split_suffix(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         digits = np.empty(len(names), dtype=object)
         unsettled = range(len(names))
     for i in unsettled:
-        name = names[i]
-        if name is None:
-            base[i], digits[i] = None, None
-            continue
-        if not isinstance(name, str):
-            name = str(name)
-        head, sep, tail = name.rpartition(" [")
-        if sep and tail[-1:] == "]" and tail[:-1].isdigit() and tail[:-1].isascii():
-            base[i], digits[i] = head, tail[:-1]
-            continue
-        found = _SUFFIX.search(name)
-        base[i], digits[i] = (name[:found.start()], found.group(1)) if found else (name, None)
+        base[i], digits[i] = _split_one(names[i])
     return base, digits
+
+
+def _split_one(name: object) -> tuple[str | None, str | None]:
+    """One name's (base, suffix digits): `` [123]`` at the end split off by ``str.rpartition`` in the usual
+    form, else by ``_SUFFIX`` itself; (None, None) for a missing name, (name, None) without a suffix."""
+    if name is None:
+        return None, None
+    if not isinstance(name, str):
+        name = str(name)
+    head, sep, tail = name.rpartition(" [")
+    if sep and tail[-1:] == "]" and tail[:-1].isdigit() and tail[:-1].isascii():
+        return head, tail[:-1]
+    found = _SUFFIX.search(name)
+    return (name[:found.start()], found.group(1)) if found else (name, None)
 
 
 _USUAL_TAILS = re.compile(r"(?:[0-9]+\]\n)*", re.ASCII)
@@ -299,3 +345,191 @@ def _split_usual(names: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]] 
     starts = starts[starts < len(text)]  # the empty line after the last newline is no row
     unusual = np.searchsorted(line_ends, starts)  # a line's row: the newlines before its start
     return base, digits, np.union1d(unusual, np.flatnonzero(empty_head)).tolist()
+
+
+# ---- pyarrow's CSV reader (a runtime dependency; pandas' C parser where it cannot be imported) ---------
+
+ARROW_BLOCK = 1 << 22  # bytes per block of pyarrow's streaming reader: one block's names are held at a time
+
+
+def _arrow_table(path: Path, head: Head, start: int,
+                 has_units: bool) -> tuple[pd.DataFrame, NameSplit, Callable[[pd.DataFrame, np.ndarray], pd.DataFrame]] | None:
+    """The trace table read by pyarrow's streaming CSV reader, a block at a time: the columns but Name
+    as ``read_streamed_table`` gives them (numbers as float64, ``_TEXT_COLUMNS`` as text), and the Name
+    column already split (``NameSplit``): its million texts are never made Python strings, only each
+    row's suffix digits and the few distinct kernel names are. The number columns are rows of one float64
+    block; the third item selects kept rows by moving them down that block in place (``_kept_rows``).
+
+    None (the caller then takes pandas' path, which gives the same frame or says what is wrong) where
+    pyarrow cannot be imported, or the table holds anything pyarrow reads otherwise than pandas' parser
+    or that the whole-text path must see: a column not in ``_TEXT_COLUMNS`` that is not all plain numbers
+    (units in the cells, words), no Name column, text or blank lines after the table (a row of other
+    length stops pyarrow), ragged rows, quoted newlines, carriage returns, NUL bytes, bytes that are not
+    UTF-8, a row without a name (a blank line reads so), or no rows.
+    """
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pa_csv
+    except ImportError:
+        return None
+    from nvperf_bridge.importers.ncu_raw import _arrow_pool, _plain_bytes
+
+    table = streamed_header(head, start, lambda *_: has_units)
+    if table is None or "Name" not in table.names or not _plain_bytes(path, table.start):
+        return None
+    names = table.names
+    types = {name: pa.string() if name in _TEXT_COLUMNS else pa.float64() for name in names}
+    numeric = [name for name in names if name not in _TEXT_COLUMNS]
+    texts: dict[str, list] = {name: [] for name in names if name in _TEXT_COLUMNS and name != "Name"}
+    # the numbers go straight into one block, a row per column, sized from the rows of the head
+    storage = np.empty((len(numeric), _rows_expected(path, head, start, table.start)))
+    n = 0
+    split = _ArrowNames()
+    pool = _arrow_pool()
+    try:
+        with pa.OSFile(str(path)) as source:
+            source.seek(table.start)
+            reader = pa_csv.open_csv(
+                source,
+                read_options=pa_csv.ReadOptions(skip_rows=2 if has_units else 1, column_names=names,
+                                                block_size=ARROW_BLOCK),
+                parse_options=pa_csv.ParseOptions(newlines_in_values=False, ignore_empty_lines=False),
+                convert_options=pa_csv.ConvertOptions(column_types=types, null_values=[""],
+                                                      strings_can_be_null=True, quoted_strings_can_be_null=True,
+                                                      check_utf8=True),
+                memory_pool=pool,
+            )
+            for batch in reader:
+                if batch.column("Name").null_count:
+                    # a row without a name, or a blank line (a row of nulls to pyarrow, where the table ends
+                    # for pandas' path): pandas' path tells them apart
+                    return None
+                m = batch.num_rows
+                if n + m > storage.shape[1]:  # more rows than the head promised: a larger block
+                    grown = np.empty((len(numeric), (n + m) * 3 // 2 + 1024))
+                    grown[:, :n] = storage[:, :n]
+                    storage = grown
+                for row, name in enumerate(numeric):
+                    storage[row, n:n + m] = batch.column(name).to_numpy(zero_copy_only=False)  # nulls: NaN
+                n += m
+                for name, chunks in texts.items():
+                    chunks.append(batch.column(name))
+                split.add(batch.column("Name"))
+    except pa.ArrowInvalid:
+        return None  # ragged, text after the table, words in a number column, not UTF-8: pandas' path
+    finally:
+        pool.release_unused()
+    if not split.rows:
+        return None
+    columns: dict[str, object] = {}
+    text_dtype = pd.Series(["text"]).dtype  # what read_csv(dtype=str) gives a text column
+    index = pd.RangeIndex(split.rows)
+    for name in names:
+        if name in numeric:
+            columns[name] = storage[numeric.index(name), :n]
+        elif name in texts:
+            columns[name] = pd.Series(_arrow_objects(pa.chunked_array(texts.pop(name), type=pa.string())),
+                                      index=index, dtype=text_dtype, copy=False)
+    frame = pd.DataFrame(columns, index=index, copy=False)  # the block's rows as they are, no copy
+    return frame, split.result(), lambda raw, keep: _kept_rows(raw, keep, storage[:, :n], numeric)
+
+
+def _kept_rows(raw: pd.DataFrame, keep: np.ndarray, storage: np.ndarray, numeric: list[str]) -> pd.DataFrame:
+    """``raw.loc[keep]`` for a frame whose ``numeric`` columns are the rows of ``storage`` (``_arrow_table``):
+    those rows' kept values are moved down in place, a million-row column at a time, instead of a copy of
+    every column. ``raw`` is used up: its numbers are overwritten and its columns removed."""
+    index = raw.index[keep]
+    count = len(index)
+    columns: dict[str, object] = {}
+    for name in raw.columns:
+        if name in numeric:
+            row = storage[numeric.index(name)]
+            row[:count] = row[keep]
+            columns[name] = row[:count]
+        else:
+            columns[name] = raw[name][keep]
+    for name in list(raw.columns):
+        del raw[name]  # its text columns and line numbers (a million rows each) are not held any longer
+    return pd.DataFrame(columns, index=index, copy=False)
+
+
+def _rows_expected(path: Path, head: Head, start: int, table_start: int) -> int:
+    """About how many rows the table holding the head's text from character ``start`` on has: the file's
+    bytes after the table's start over the bytes per row of the head's rows (a little more)."""
+    rows = head.text.count("\n", start)
+    size = path.stat().st_size - table_start
+    per_row = max(1.0, len(head.text[start:].encode("utf-8")) / max(1, rows))
+    return int(size / per_row * 1.05) + 1024
+
+
+def _arrow_objects(column) -> np.ndarray:
+    """A text ChunkedArray as an object array (None where missing), each distinct text one Python string."""
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(column).combine_chunks()
+    distinct = np.array(encoded.dictionary.to_pylist() + [None], dtype=object)
+    codes = encoded.indices.fill_null(len(distinct) - 1).to_numpy(zero_copy_only=False)
+    return distinct[codes]
+
+
+class _ArrowNames:
+    """``_split_suffix`` and ``pd.factorize`` of the kernel names, block by block, in pyarrow: each block's
+    names are split at their last `` [`` (``split_pattern``, as ``str.rpartition``), the rows whose part after
+    it is digits and ``]`` keep the part before it as their name, and only the rest (memcpy rows, a name
+    without a suffix or another space before ``[``) go through ``_split_one``, once per distinct name."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}  # kernel name -> code, in order of first appearance
+        self.codes: list[np.ndarray] = []
+        self.suffix: list[np.ndarray] = []
+        self.missing: list[np.ndarray] = []
+        self.rows = 0
+
+    def add(self, name) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        m = len(name)
+        missing = name.is_null().to_numpy(zero_copy_only=False)
+        parts = pc.split_pattern(name, pattern=" [", max_splits=1, reverse=True)
+        two = pc.list_value_length(parts).fill_null(0).to_numpy(zero_copy_only=False) == 2
+        first = parts.offsets.to_numpy()[:-1][two]
+        head, tail = parts.values.take(pa.array(first)), parts.values.take(pa.array(first + 1))
+        usual = np.zeros(m, dtype=bool)
+        usual[two] = pc.match_substring_regex(tail, r"^[0-9]+\]$").to_numpy(zero_copy_only=False)
+        ok = usual[two]
+        local = np.full(m, -1, dtype=np.int64)  # codes into ``texts``, this block's names
+        texts: list[str] = []
+        suffix = np.empty(m, dtype=object)
+        if ok.any():
+            kept = pa.array(ok)
+            encoded = pc.dictionary_encode(head.filter(kept))
+            texts = encoded.dictionary.to_pylist()
+            local[usual] = encoded.indices.to_numpy()
+            suffix[usual] = pc.utf8_slice_codeunits(tail.filter(kept), 0, -1).to_numpy(zero_copy_only=False)
+        other = ~usual & ~missing
+        if other.any():
+            encoded = pc.dictionary_encode(name.filter(pa.array(other)))
+            pairs = [_split_one(n) for n in encoded.dictionary.to_pylist()]
+            which = encoded.indices.to_numpy()
+            local[other] = len(texts) + which
+            texts += [base for base, _ in pairs]
+            digits = np.empty(len(pairs), dtype=object)
+            digits[:] = [d for _, d in pairs]
+            suffix[other] = digits[which]
+        # the block's names numbered on in order of first appearance (as pd.factorize numbers them)
+        present = local >= 0
+        labels, first_row = np.unique(local[present], return_index=True)
+        code_of = np.full(len(texts) + 1, -1, dtype=np.int64)  # the last entry: a row without a name
+        for label in labels[np.argsort(first_row)]:
+            code_of[label] = self.ids.setdefault(texts[label], len(self.ids))
+        self.codes.append(code_of[local])
+        self.suffix.append(suffix)
+        self.missing.append(missing)
+        self.rows += m
+
+    def result(self) -> NameSplit:
+        distinct = np.empty(len(self.ids), dtype=object)
+        distinct[:] = list(self.ids)
+        return NameSplit(np.concatenate(self.codes), distinct, np.concatenate(self.suffix),
+                         np.concatenate(self.missing))
