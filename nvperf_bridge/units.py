@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pandas is imported lazily by the callers' hot paths
+    import numpy as np
     import pandas as pd
 
 _K, _M, _G, _T = 1e3, 1e6, 1e9, 1e12
@@ -102,23 +103,30 @@ def convert(values: "pd.Series", units: "pd.Series") -> tuple["pd.Series", "pd.S
     with base unit "?"). One lookup per distinct unit string (the units are
     made categorical), then one vectorised multiplication: no loop per value.
     """
-    import numpy as np
     import pandas as pd
 
     cats = units if isinstance(units.dtype, pd.CategoricalDtype) else units.astype("category")
-    categories = [str(c) for c in cats.cat.categories]
-    factors = np.ones(len(categories) + 1)
-    bases = np.empty(len(categories) + 1, dtype=object)
-    bases[-1] = "count"
+    return convert_coded(values, [str(c) for c in cats.cat.categories], cats.cat.codes.to_numpy())
+
+
+def convert_coded(values: "pd.Series", distinct: list[str], codes: "np.ndarray") -> tuple["pd.Series", "pd.Series", set[str]]:
+    """``convert`` with the units given as codes: ``distinct`` unit strings and, per value, a position
+    among them (-1: no unit). Only the units some value has are looked up (and can be unknown)."""
+    import numpy as np
+    import pandas as pd
+
+    factors = np.ones(len(distinct) + 1)
+    bases = np.full(len(distinct) + 1, "count", dtype=object)  # the last slot: no unit
     unknown: set[str] = set()
-    for i, unit in enumerate(categories):
+    used = np.unique(codes)
+    for i in used[used >= 0]:
+        unit = distinct[i]
         found = lookup(unit)
         if found is None:
             unknown.add(unit)
             factors[i], bases[i] = 1.0, "?"
         else:
             factors[i], bases[i] = found
-    codes = cats.cat.codes.to_numpy()  # -1 (missing) picks the last slot: no unit
     converted = pd.Series(values.to_numpy(dtype="float64") * factors[codes], index=values.index)
     return converted, pd.Series(bases[codes], index=values.index), unknown
 

@@ -1,9 +1,10 @@
 """ncu details tables are streamed from the file (never held as one text) into what the whole-text path gives.
 
-Each case is read twice, streamed and with streaming turned off, and the two must agree value for value,
-note for note and rule for rule, for every metric and for only the metrics in use; what the stream cannot
-settle alone (a line with a comma after the table, the header repeated under the rows) goes to the
-whole-text path, which gives the same answer.
+Each case is read three ways: streamed by pyarrow's reader into coded columns, streamed by pandas' C parser
+(pyarrow's reader turned off), and with streaming turned off; all three must agree value for value, note for
+note and rule for rule, for every metric and for only the metrics in use. What the stream cannot settle
+alone (a line with a comma after the table, the header repeated under the rows) goes to the whole-text
+path, which gives the same answer.
 """
 
 from __future__ import annotations
@@ -14,34 +15,54 @@ import pandas as pd
 import pytest
 
 from conftest import realdata_files
+from nvperf_bridge.errors import InputError
 from nvperf_bridge.importers import ncu_details, read_parts
 
 USED = frozenset({"sm__throughput.avg.pct_of_peak_sustained_elapsed"})  # a raw name the models could ask for
 
 
-def _both(path: Path, monkeypatch: pytest.MonkeyPatch, raw_columns: frozenset[str] | None = None):
-    used = []
-    original = ncu_details.read_stream
-
-    def spy(*args, **kwargs):
-        parsed = original(*args, **kwargs)
-        used.append(parsed is not None)
-        return parsed
-
-    with monkeypatch.context() as patch:
-        patch.setattr(ncu_details, "read_stream", spy)
-        streamed = read_parts(path, raw_columns=raw_columns)
-    with monkeypatch.context() as patch:
-        patch.setattr(ncu_details, "read_stream", lambda *args, **kwargs: None)
-        whole = read_parts(path, raw_columns=raw_columns)
-    assert len(streamed) == len(whole)
-    for a, b in zip(streamed, whole):
+def _same(got: list, expected: list) -> None:
+    assert len(got) == len(expected)
+    for a, b in zip(got, expected):
         pd.testing.assert_frame_equal(a.frame, b.frame, check_exact=True)
         assert vars(a.info) == vars(b.info)
         if b.rules is None:
             assert a.rules is None
         else:
             pd.testing.assert_frame_equal(a.rules, b.rules, check_exact=True)
+
+
+def _spied(monkeypatch: pytest.MonkeyPatch, name: str, used: list[bool]) -> None:
+    original = getattr(ncu_details, name)
+
+    def spy(*args, **kwargs):
+        result = original(*args, **kwargs)
+        used.append(result is not None)
+        return result
+
+    monkeypatch.setattr(ncu_details, name, spy)
+
+
+def _both(path: Path, monkeypatch: pytest.MonkeyPatch, raw_columns: frozenset[str] | None = None, *,
+          arrow: bool | None = None):
+    """The file read streamed (by pyarrow, then by pandas alone) and whole; returns the streamed parts and
+    whether streaming took it. ``arrow``: whether pyarrow's reader must have taken it (None: either)."""
+    used: list[bool] = []
+    by_arrow: list[bool] = []
+    with monkeypatch.context() as patch:
+        _spied(patch, "read_stream", used)
+        _spied(patch, "_read_arrow", by_arrow)
+        streamed = read_parts(path, raw_columns=raw_columns)
+    with monkeypatch.context() as patch:
+        patch.setattr(ncu_details, "_read_arrow", lambda *args, **kwargs: None)
+        by_pandas = read_parts(path, raw_columns=raw_columns)
+    with monkeypatch.context() as patch:
+        patch.setattr(ncu_details, "read_stream", lambda *args, **kwargs: None)
+        whole = read_parts(path, raw_columns=raw_columns)
+    _same(streamed, whole)
+    _same(by_pandas, whole)
+    if arrow is not None:
+        assert any(by_arrow) == arrow, "pyarrow's reader took it" if not arrow else "pyarrow's reader gave up"
     return streamed, any(used)
 
 
@@ -61,7 +82,7 @@ def _details() -> list[Path]:
 @pytest.mark.parametrize("raw_columns", [None, USED], ids=["every metric", "metrics in use"])
 @pytest.mark.parametrize("path", _details()[:40], ids=lambda p: p.name)
 def test_real_details_stream_to_what_the_whole_text_gives(path: Path, raw_columns, monkeypatch) -> None:
-    parts, streamed = _both(path, monkeypatch, raw_columns)
+    parts, streamed = _both(path, monkeypatch, raw_columns, arrow=True)
     assert streamed, "a details table followed by nothing or by banner lines is streamed"
     assert len(parts[0].frame) > 0
 
@@ -99,3 +120,51 @@ def test_header_again_under_the_rows_goes_the_whole_text_way(realdata_dir: Path,
     parts, streamed = _both(path, monkeypatch)
     assert not streamed
     assert len(parts[0].frame) > 0
+
+
+def _fields(row: str, count: int) -> str:
+    """The first ``count`` fields of a CSV row, as a row of their own (quoted as ncu quotes)."""
+    import csv
+    import io
+
+    fields = next(csv.reader([row]))[:count]
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerow(fields)
+    return out.getvalue()
+
+
+def _real_2025(realdata_dir: Path) -> str:
+    path = (realdata_dir / "llm-perf-opt" /
+            "llm-perf-opt__ncu-v2__kernel_0009_60b6526c428eef70c521b6a4c8ca71db__ncu.details.csv")
+    if not path.exists():
+        pytest.skip("no ncu 2025 details file")
+    return path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("edit, arrow", [
+    (lambda rows: rows[:5] + ["\n"] + rows[5:], False),  # a blank line: the table ends there
+    (lambda rows: rows[:5] + ["==PROF== Connected to process 2\n"] + rows[5:], False),
+    (lambda rows: rows[:5] + ["Total CPU Page faults: 49\n"] + rows[5:], False),
+    (lambda rows: rows[:5] + [rows[5].rstrip("\n") + ',"x","y","z","w","v","u"\n'] + rows[6:], False),  # too wide
+    (lambda rows: rows[:5] + [rows[5].replace('"', '"line\nbreak ', 1)] + rows[6:], False),  # a value on two lines
+    (lambda rows: rows[:5] + ["," + rows[5].split(",", 1)[1]] + rows[6:], False),  # a row without its ID
+    (lambda rows: rows[:5] + [_fields(rows[5], 8)] + rows[5:], True),  # a short row, padded as pandas pads it
+    (lambda rows: rows + ["==PROF== Disconnected from process 2\n"], True),
+    (lambda rows: rows, True),
+], ids=["blank line", "banner", "line without comma", "row too wide", "line break in a value", "no ID",
+        "short row", "banner after", "as written"])
+def test_rows_pyarrow_leaves_to_pandas(realdata_dir: Path, tmp_path: Path, monkeypatch, edit, arrow: bool) -> None:
+    """Rule rows (every column) among metric rows (ending early) are read by pyarrow's reader; anything it
+    would read otherwise than pandas' parser (where the table ends, a row wider than the header, a value
+    with a line break, a row without an ID) is left to pandas: the three readings agree either way."""
+    lines = _real_2025(realdata_dir).splitlines(keepends=True)
+    header = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+    path = tmp_path / "details.csv"
+    path.write_text("".join(lines[:header + 1] + edit(lines[header + 1:])), encoding="utf-8")
+    try:
+        _both(path, monkeypatch, arrow=arrow)
+    except InputError:  # a row without an ID is an error, which every reading must give
+        with pytest.raises(InputError):
+            with monkeypatch.context() as patch:
+                patch.setattr(ncu_details, "read_stream", lambda *args, **kwargs: None)
+                read_parts(path)

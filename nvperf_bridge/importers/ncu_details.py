@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge.errors import InputError
+from nvperf_bridge.importers import coded
 from nvperf_bridge.importers.base import Parsed
 from nvperf_bridge.importers.canonical import to_parsed
 from nvperf_bridge.importers.ncu_raw import column_filter
@@ -35,7 +36,7 @@ from nvperf_bridge.importers.text import (
     unparsed,
 )
 from nvperf_bridge.kernelframe import InputFile
-from nvperf_bridge.units import convert
+from nvperf_bridge.units import convert_coded
 
 FORMAT = "ncu-details"
 
@@ -84,69 +85,143 @@ def read_stream(path: Path, head: Head, found: Sniffed, raw_columns: frozenset[s
 
     if found.format != FORMAT or found.more:
         return None
-    read = read_streamed_table(path, head, found.start, rest_limit=_REST_LIMIT, dtype=str, low_memory=True)
+    read = _read_arrow(path, head, found)
+    if read is not None:
+        table, n_rows, rest = read
+    else:
+        read = read_streamed_table(path, head, found.start, rest_limit=_REST_LIMIT, dtype=str, low_memory=True)
+        if read is None:
+            return None
+        raw, header, rest = read
+        if rest is None or "," in rest or raw.empty:
+            return None
+        if (raw.iloc[:, 0].astype(object) == header[0]).any():
+            return None  # the header again under the rows (runs appended to one file): the whole-text path splits them
+        table, n_rows = coded.from_frame(raw), len(raw)
+        del raw
+    header_line = head.text.count("\n", 0, found.start)
+    parsed = _from_coded(path, table, n_rows, header_line, gpu_name_in(head.text[: found.start]), raw_columns)
+    # the lines after the table, named as the whole-text path names them (one line per row above them)
+    parsed.info.notes.extend(_unread_text_notes(rest, 0, [(0, 0)], lines_before=header_line + 1 + n_rows))
+    return parsed
+
+
+# the columns the importer reads: identity, launch shape, the metric, and the rule columns
+_READ_COLUMNS = (*IDENTITY, *SHAPE, "Section Name", "Metric Name", "Metric Unit", "Metric Value", "Rule Name",
+                 "Rule Type", "Rule Description", "Estimated Speedup", "Estimated Speedup Type")
+
+
+def _read_arrow(path: Path, head: Head, found: Sniffed) -> tuple[dict[str, coded.Coded], int, str] | None:
+    """The table by pyarrow's streaming reader (``coded.read_arrow_table``): its columns in use, coded, the
+    row count and the text after the table; None where only pandas' parser gives what ``read`` gives
+    (then ``read_stream`` reads it with that parser)."""
+    import csv
+    import io
+
+    from nvperf_bridge.importers.text import streamed_header
+
+    table = streamed_header(head, found.start, lambda *_: False)
+    if table is None:
+        return None
+    text = head.text
+    header_end = text.find("\n", found.start)
+    data_start = table.start + len(text[found.start:header_end + 1].encode("utf-8"))
+    sample = text[header_end + 1:].split("\n", 201)[:200]
+    if len(sample) < 2:
+        return None  # no complete row in the head
+    width = coded.modal_width([row for row in csv.reader(io.StringIO("\n".join(sample[:-1]))) if len(row) > 1])
+    if width is None or width > len(table.header):
+        return None
+    end = coded.table_end(path, data_start, 4 * _REST_LIMIT)
+    if end is None or path.stat().st_size - end > _REST_LIMIT:
+        return None
+    with open(path, "rb") as fh:
+        fh.seek(end)
+        rest_bytes = fh.read()
+    if b"," in rest_bytes or b"\r" in rest_bytes or b"\x00" in rest_bytes:
+        return None  # text after the table that could be another table: the whole-text path reads it
+    try:
+        rest = rest_bytes.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    wanted = {name for name in _READ_COLUMNS} | {table.names[0]}
+    include = [field for field, name in zip(table.header, table.names) if name in wanted]
+    read = coded.read_arrow_table(path, data_start, end, table.header, include, width)
     if read is None:
         return None
-    raw, header, rest = read
-    if rest is None or "," in rest or raw.empty:
-        return None
-    if (raw.iloc[:, 0].astype(object) == header[0]).any():
-        return None  # the header again under the rows (runs appended to one file): the whole-text path splits them
-    header_line = head.text.count("\n", 0, found.start)
-    parsed = _from_table(path, raw, header_line, gpu_name_in(head.text[: found.start]), raw_columns)
-    # the lines after the table, named as the whole-text path names them (one line per row above them)
-    parsed.info.notes.extend(_unread_text_notes(rest, 0, [(0, 0)], lines_before=header_line + 1 + len(raw)))
-    return parsed
+    columns, n_rows = read
+    by_name = dict(zip(table.header, table.names))
+    return {by_name[field]: column for field, column in columns.items()}, n_rows, rest
 
 
 def _from_table(path: Path, raw: pd.DataFrame, header_line: int, device_name: str | None,
                 raw_columns: frozenset[str] | None) -> Parsed:
     """One canonical row per launch from the details table read as text (``header_line``: the 0-based
     line of its header; ``device_name``: a GPU name the application printed before the table)."""
+    return _from_coded(path, coded.from_frame(raw), len(raw), header_line, device_name, raw_columns)
+
+
+def _from_coded(path: Path, table: dict[str, coded.Coded], n_rows: int, header_line: int,
+                device_name: str | None, raw_columns: frozenset[str] | None) -> Parsed:
+    """``_from_table`` on coded columns (``coded.Coded``: each distinct text once, a code per row): every
+    value is parsed, converted and named once per distinct text, and the rows are pivoted by their codes."""
     for needed in ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"):
-        if needed not in raw.columns:
+        if needed not in table:
             raise InputError(f"the ncu table has no {needed!r} column", path=path, line=header_line + 1)
     first_data_line = header_line + 2
-    raw["_line"] = np.arange(first_data_line, first_data_line + len(raw))
+    lines = np.arange(first_data_line, first_data_line + n_rows)
     info = InputFile(path=str(path), format=FORMAT, kernels=0)
 
-    is_rule = raw["Metric Name"].isna()
+    is_rule = table["Metric Name"].codes < 0
     rules = None
     if is_rule.any():
-        rules = _rules(raw.loc[is_rule], path)
+        rule_rows = np.flatnonzero(is_rule)
+        frame = pd.DataFrame({name: column.values(rule_rows) for name, column in table.items()})
+        frame["_line"] = lines[rule_rows]
+        rules = _rules(frame, path)
         info.notes.append(f"{int(is_rule.sum())} rule rows (Nsight Compute guidance) kept as rules, not metrics")
-        raw = raw.loc[~is_rule]
-    if raw.empty:
+        kept = np.flatnonzero(~is_rule)
+        table = {name: column.take(kept) for name, column in table.items()}
+        lines = lines[kept]
+    if len(lines) == 0:
         raise InputError("the ncu table holds no metric rows", path=path, line=header_line + 1)
-    bad_id = raw["ID"].isna() | raw["Kernel Name"].isna()
+    bad_id = (table["ID"].codes < 0) | (table["Kernel Name"].codes < 0)
     if bad_id.any():
-        line = int(raw.loc[bad_id, "_line"].iloc[0])
-        raise InputError("a metric row has no launch ID or kernel name", path=path, line=line,
-                         hint="the table may be cut off or edited by hand")
+        raise InputError("a metric row has no launch ID or kernel name", path=path,
+                         line=int(lines[np.flatnonzero(bad_id)[0]]), hint="the table may be cut off or edited by hand")
 
-    launch_key = _launch_key(raw)
-    launch_codes, launch_ids = pd.factorize(launch_key, sort=False)
+    launch_codes, launch_ids = _launches(table)
     n_launch = len(launch_ids)
-    first = raw.iloc[np.unique(launch_codes, return_index=True)[1]]  # identity: every launch, from all rows
+    first = np.unique(launch_codes, return_index=True)[1]  # identity: every launch, from all rows
+    first_values = {name: table[name].values(first) for name in IDENTITY if name in table}
+    # "(16, 8, 1)" -> 128, once per distinct text
+    shapes = {name: np.append(tuple_product(pd.Series(table[name].distinct, dtype=object)).to_numpy(dtype="float64"),
+                              np.nan)[table[name].codes[first]] for name in SHAPE if name in table}
+    first_lines = lines[first]
 
     keep = column_filter(raw_columns)
     if keep is not None:  # only the metrics in use are parsed and pivoted (decided once per distinct name)
-        name_codes, distinct = pd.factorize(raw["Metric Name"], sort=False)
-        used = np.array([keep(str(name).strip()) for name in distinct], dtype=bool)[name_codes]
+        names = table["Metric Name"]
+        used_name = np.array([keep(str(name).strip()) for name in names.distinct], dtype=bool)
+        used = used_name[names.codes]
         if used.any() and not used.all():
-            raw, launch_codes = raw.loc[used], launch_codes[used]
+            rows = np.flatnonzero(used)
+            table = {name: table[name].take(rows) for name in ("Metric Name", "Section Name", "Metric Unit",
+                                                                "Metric Value") if name in table}
+            launch_codes, lines = launch_codes[rows], lines[rows]
 
-    metric = raw["Metric Name"].astype(str)
-    repeated = pd.Series(launch_codes, index=raw.index).to_frame("l").assign(m=metric.to_numpy()).duplicated()
-    if repeated.any() and "Section Name" in raw.columns:
-        metric = metric.where(~repeated, metric + " [" + raw["Section Name"].fillna("").astype(str) + "]")
-    metric_codes, metric_names = pd.factorize(metric, sort=False)
+    metric_codes, metric_names = _metric_names(table, launch_codes)
+    n_metric = len(metric_names)
 
-    numbers = parse_numbers(raw["Metric Value"])
-    values, bases, unknown_units = convert(numbers, raw["Metric Unit"])
+    value = table["Metric Value"]
+    distinct_text = pd.Series(value.distinct, dtype=object, copy=False)
+    distinct_numbers = parse_numbers(distinct_text)
+    numbers = pd.Series(np.append(distinct_numbers.to_numpy(dtype="float64"), np.nan)[value.codes])
+    units = table["Metric Unit"]
+    values, bases, unknown_units = convert_coded(numbers, [str(u) for u in units.distinct], units.codes)
     if unknown_units:
         info.notes.append(f"unknown units kept unconverted: {', '.join(sorted(unknown_units))}")
-    not_numeric = unparsed(raw["Metric Value"], numbers).to_numpy()
+    not_numeric = np.append(unparsed(distinct_text, distinct_numbers).to_numpy(), False)[value.codes]
     # one metric, one kind of unit: the kind most of its values have; a value in a unit of another
     # kind (a duration in bytes, an unknown unit among known ones) cannot be converted, so it is missing
     base_of_row = bases.to_numpy()
@@ -157,37 +232,36 @@ def _from_table(path: Path, raw: pd.DataFrame, header_line: int, device_name: st
     other_kind = present & pd.notna(row_kind) & (base_of_row != row_kind)
     if other_kind.any():
         first_bad = int(np.flatnonzero(other_kind)[0])
+        unit = table["Metric Unit"].values(np.array([first_bad]))[0]
         info.notes.append(
             f"{int(other_kind.sum())} values in a unit of another kind than the rest of their metric kept as missing "
-            f"(first at line {int(raw['_line'].iloc[first_bad])}: {metric.iloc[first_bad]} in "
-            f"{raw['Metric Unit'].iloc[first_bad]!r})")
+            f"(first at line {int(lines[first_bad])}: {metric_names[metric_codes[first_bad]]} in {unit!r})")
         values = values.mask(pd.Series(other_kind, index=values.index))
 
-    n_metric = len(metric_names)
     grid = np.full((n_launch, n_metric), np.nan)
     grid[launch_codes, metric_codes] = values.to_numpy()
     wide = pd.DataFrame(grid, columns=list(metric_names))
     text_metrics = np.unique(metric_codes[not_numeric])
     for code in text_metrics:
         # words and tuples ("CachePreferNone", "(16, 8, 1)") stay text under the metric name
-        rows = metric_codes == code
+        rows = np.flatnonzero(metric_codes == code)
         column = np.full(n_launch, None, dtype=object)
-        column[launch_codes[rows]] = raw["Metric Value"].to_numpy()[rows]
+        column[launch_codes[rows]] = value.values(rows)
         wide[metric_names[code]] = column
-    kinds_by_code = pd.Series(bases.to_numpy()).groupby(metric_codes).first()
+    kinds_by_code = pd.Series(base_of_row[np.unique(metric_codes, return_index=True)[1]])
     kinds_by_code.update(main_kind)
     kinds = {metric_names[c]: k for c, k in kinds_by_code.items()}
 
     ident = pd.DataFrame(index=range(n_launch))
     for column, target in IDENTITY.items():
-        if column in first.columns:
-            ident[target] = first[column].astype(object).to_numpy()
+        if column in first_values:
+            ident[target] = first_values[column]
     ident["kernel_id"] = list(launch_ids)
     ident["source"] = str(path)
-    ident["source_row"] = first["_line"].to_numpy()
+    ident["source_row"] = first_lines
     for column, target in SHAPE.items():
-        if column in first.columns and target not in wide.columns:
-            wide[target] = tuple_product(first[column]).to_numpy()
+        if column in shapes and target not in wide.columns:
+            wide[target] = shapes[column]
     frame = pd.concat([ident, wide.drop(columns=[c for c in wide.columns if c in ident.columns])], axis=1)
 
     if device_name is not None:
@@ -200,6 +274,45 @@ def _from_table(path: Path, raw: pd.DataFrame, header_line: int, device_name: st
     parsed = to_parsed(frame, kinds, info, per_kernel=False, join="launch")
     parsed.rules = rules
     return parsed
+
+
+def _launches(table: dict[str, coded.Coded]) -> tuple[np.ndarray, list[str]]:
+    """Each row's launch (codes in order of first appearance) and the launches' ids: ``_launch_key`` on codes."""
+    ids = table["ID"]
+    pid = table.get("Process ID")
+    several = pid is not None and len(np.unique(pid.codes[pid.codes >= 0])) > 1
+    key = (pid.codes + 1) * (len(ids.distinct) + 1) + ids.codes if several else ids.codes
+    launch_codes, keys = pd.factorize(key, sort=False)
+    id_text = [str(ids.distinct[k % (len(ids.distinct) + 1)] if several else ids.distinct[k]) for k in keys]
+    if several:
+        pid_text = np.append(pid.distinct, "").astype(object)
+        id_text = [f"{pid_text[k // (len(ids.distinct) + 1) - 1]}:{text}" for k, text in zip(keys, id_text)]
+    return launch_codes, id_text
+
+
+def _metric_names(table: dict[str, coded.Coded], launch_codes: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Each row's metric (codes in order of first appearance) and the metric names: a name that repeats
+    within a launch is "name [section]" from its second occurrence on."""
+    names = table["Metric Name"]
+    n_names = len(names.distinct)
+    repeated = pd.Series(launch_codes.astype(np.int64) * max(n_names, 1) + names.codes).duplicated().to_numpy()
+    section = table.get("Section Name")
+    if repeated.any() and section is not None:
+        width = len(section.distinct) + 1
+        key = np.where(repeated, n_names + names.codes * width + (section.codes + 1), names.codes)
+    else:
+        key = names.codes
+    key_codes, keys = pd.factorize(key, sort=False)
+    text = []
+    for k in keys:
+        if k < n_names:
+            text.append(str(names.distinct[k]))
+        else:
+            m, s = divmod(k - n_names, width)
+            text.append(f"{names.distinct[m]} [{section.distinct[s - 1] if s else ''}]")
+    # a renamed metric may meet a name of its own ("name [section]" printed as such): one column, as by name
+    codes, distinct = pd.factorize(np.asarray(text, dtype=object), sort=False)
+    return codes[key_codes], list(distinct)
 
 
 def _launch_key(raw: pd.DataFrame) -> pd.Series:

@@ -1,0 +1,264 @@
+"""Text columns as codes: each distinct string once, and per row its position among them.
+
+A long ncu details table repeats a few strings hundreds of thousands of times (the kernel name on every
+metric row of its launch, a few dozen metric names and units): holding them as codes lets the importer
+parse each distinct value once, pivot with integer arrays, and never build a Python string per row.
+``from_frame`` codes a table pandas read; ``read_arrow_table`` reads a table region with pyarrow's
+streaming CSV reader straight into codes (dictionary-encoded columns, the strings never materialised per
+row), giving what pandas' C parser gives for the same rows, or None where it cannot promise that.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass
+class Coded:
+    """One text column: ``distinct`` (an object array of str) and ``codes`` (one per row: a position in
+    ``distinct``, or -1 for a missing value: an empty field, as pandas reads it with ``na_values=[""]``)."""
+
+    distinct: np.ndarray
+    codes: np.ndarray
+
+    def values(self, rows: np.ndarray | slice | None = None) -> np.ndarray:
+        """The rows' values as an object array (NaN where missing), as pandas' parser gives them."""
+        codes = self.codes if rows is None else self.codes[rows]
+        return np.append(self.distinct, np.nan).astype(object)[codes]
+
+    def series(self, rows: np.ndarray | slice | None = None) -> pd.Series:
+        return pd.Series(self.values(rows), dtype=object, copy=False)
+
+    def take(self, rows: np.ndarray) -> "Coded":
+        return Coded(self.distinct, self.codes[rows])
+
+
+def from_frame(frame: pd.DataFrame) -> dict[str, Coded]:
+    """Every column of a table read as text, coded (distinct values in order of first appearance)."""
+    out = {}
+    for name in frame.columns:
+        codes, distinct = pd.factorize(frame[name].astype(object), use_na_sentinel=True, sort=False)
+        out[str(name)] = Coded(np.asarray(distinct, dtype=object), codes.astype(np.intp, copy=False))
+    return out
+
+
+# ---- pyarrow's streaming reader ------------------------------------------------------------------------
+
+BLOCK = 1 << 20  # bytes per block of the reader: a block at a time is held, never the file (4 MB blocks
+# measured 201 MB more peak RSS than 1 MB ones on a 153 MB details file: the freed blocks stay in the heap)
+# a table ends at a blank line, a ``==`` line or a line without a comma (text.table_at's rule, on bytes)
+_TABLE_END = re.compile(rb"\n(?=[ \t]*\n|[ \t]*$|==|[^,\n]*(?:\n|$))")
+
+
+class _Region:
+    """File bytes ``start`` to ``end`` as a binary stream; a carriage return or NUL byte in them raises
+    ``_NotPlain`` (the whole-text path normalises those)."""
+
+    def __init__(self, path: Path, start: int, end: int) -> None:
+        self._fh = open(path, "rb")
+        self._fh.seek(start)
+        self._left = end - start
+        self.closed = False
+
+    def read(self, size: int = -1) -> bytes:
+        if size < 0 or size > self._left:
+            size = self._left
+        block = self._fh.read(size)
+        self._left -= len(block)
+        if block.find(b"\r") >= 0 or block.find(b"\x00") >= 0:
+            raise _NotPlain()
+        return block
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        self._fh.close()
+        self.closed = True
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def table_end(path: Path, data_start: int, tail_bytes: int) -> int | None:
+    """Where the table whose rows start at byte ``data_start`` ends, judged from the last ``tail_bytes`` of
+    the file only (None when the tail holds no complete line): the first end-of-table line in that tail. An end-of-table line before the tail is not seen here; the reader meets it as a row of the
+    wrong width, and ``read_arrow_table`` then gives up."""
+    size = path.stat().st_size
+    begin = max(data_start, size - tail_bytes)
+    with open(path, "rb") as fh:
+        fh.seek(begin)
+        tail = fh.read()
+    if begin > data_start:  # the tail starts inside a row: look from the end of that row on
+        first = tail.find(b"\n")
+        if first < 0:
+            return None
+        offset = first
+    else:
+        tail = b"\n" + tail  # the header's newline: the first row may itself end the table
+        offset, begin = 0, begin - 1
+    found = _TABLE_END.search(tail, offset)
+    if found is None:
+        return size if tail.endswith(b"\n") else None
+    end = begin + found.start() + 1
+    if end - 1 < data_start and begin == data_start - 1:
+        return data_start  # no rows at all
+    return end
+
+
+def read_arrow_table(path: Path, data_start: int, end: int, header: list[str], include: list[str],
+                     width: int) -> tuple[dict[str, Coded], int] | None:
+    """The rows between bytes ``data_start`` and ``end`` of ``path`` (a table under the header fields
+    ``header``), columns ``include`` coded; None where pyarrow is missing or the rows hold anything pandas'
+    C parser (``dtype=object, keep_default_na=False, na_values=[""]``) might read differently.
+
+    ``width`` is the number of fields most rows have (ncu's metric rows end early with a trailing comma: 16
+    fields under a 20-column header). The reader takes rows of that width; a row of another width (a rule
+    row that fills every column) comes to a handler, which keeps it when it is an ordinary CSV row no wider
+    than the header (padded with missing values, as pandas pads it) and gives up on anything else: a blank
+    line or a line without a comma (the table would end there), a ``==`` line, a row wider than the header,
+    the header again, carriage returns or NUL bytes, bytes that are not UTF-8, a value with a line break.
+    """
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pa_csv
+    except ImportError:
+        return None
+    names = header[:width]
+    read_names = [name for name in names if name in include]
+    other: list[tuple[int, str]] = []
+
+    def handle(row) -> str:
+        if row.number is None:
+            raise _NotPlain()
+        other.append((row.number, row.text))
+        return "skip"
+
+    text_type = pa.dictionary(pa.int32(), pa.string())
+    source = _Region(path, data_start, end)
+    chunks: dict[str, list] = {name: [] for name in read_names}
+    valid = 0
+    try:
+        reader = pa_csv.open_csv(
+            source,
+            read_options=pa_csv.ReadOptions(column_names=names, block_size=BLOCK, use_threads=False),
+            parse_options=pa_csv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False,
+                                              invalid_row_handler=handle),
+            convert_options=pa_csv.ConvertOptions(include_columns=read_names,
+                                                  column_types={name: text_type for name in read_names},
+                                                  null_values=[""], strings_can_be_null=True,
+                                                  quoted_strings_can_be_null=True, check_utf8=True),
+            memory_pool=_pool(),
+        )
+        for batch in reader:
+            valid += batch.num_rows
+            for name in read_names:
+                chunks[name].append(batch.column(name))
+    except (_NotPlain, pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError, OSError):
+        return None
+    finally:
+        source.close()
+    rows = valid + len(other)
+    if rows == 0:
+        return None
+    # where the rows of another width sat among the others (row numbers count from 1)
+    positions = np.array([number - 1 for number, _ in other], dtype=np.intp)
+    if len(positions) and (positions.min() < 0 or positions.max() >= rows or len(np.unique(positions)) != len(positions)):
+        return None
+    fields = _other_rows([text for _, text in other], len(header)) if other else []
+    if fields is None or any(row[0] == header[0] for row in fields):
+        return None
+    at_valid = np.ones(rows, dtype=bool)
+    at_valid[positions] = False
+    columns: dict[str, Coded] = {}
+    for name in include:
+        if name not in header:
+            continue
+        k = header.index(name)
+        if name in chunks:
+            decoded = _decode(chunks.pop(name), pa)
+            if decoded is None:
+                return None  # a line break inside a value: the stream's end-of-table rule reads lines, not rows
+            distinct, codes = decoded
+        else:
+            distinct, codes = np.empty(0, dtype=object), np.full(valid, -1, dtype=np.intp)
+        if fields:
+            extra = pd.Series([row[k] if k < len(row) and row[k] != "" else None for row in fields], dtype=object)
+            present = extra.notna().to_numpy()
+            found = pd.Index(distinct, dtype=object).get_indexer(extra)
+            unseen = (found < 0) & present
+            if unseen.any():  # values only the rows of another width hold: added after the others
+                added = pd.unique(extra[unseen].to_numpy())
+                found[unseen] = len(distinct) + pd.Index(added, dtype=object).get_indexer(extra[unseen])
+                distinct = np.concatenate([distinct, np.asarray(added, dtype=object)])
+            found[~present] = -1
+            merged = np.empty(rows, dtype=np.intp)
+            merged[at_valid] = codes
+            merged[positions] = found
+            codes = merged
+        columns[name] = Coded(distinct, codes)
+    first = columns.get(header[0])
+    if first is None or (first.codes < 0).any():
+        return None  # a row without the first field (a blank line read as a row): pandas' path decides
+    if any(value == header[0] or value.startswith("==") for value in first.distinct.tolist()):
+        return None  # the header again under the rows, or a banner read as a row
+    return columns, rows
+
+
+def _other_rows(texts: list[str], header_width: int) -> list[list[str]] | None:
+    """The rows of another width, split as CSV (padded to the header's width later), or None when one of
+    them is not an ordinary row: blank, without a comma, a ``==`` line, or wider than the header."""
+    if any("," not in text or text.lstrip().startswith("==") or "\n" in text for text in texts):
+        return None
+    try:
+        out = list(csv.reader(texts))
+    except csv.Error:
+        return None
+    if len(out) != len(texts) or any(len(fields) > header_width for fields in out):
+        return None
+    return out
+
+
+def _decode(parts: list, pa) -> tuple[np.ndarray, np.ndarray] | None:
+    """Dictionary-encoded chunks -> (distinct values as str, codes per row with -1 for missing); None when
+    a value holds a line break."""
+    import pyarrow.compute as pc
+
+    if not parts:
+        return np.empty(0, dtype=object), np.empty(0, dtype=np.intp)
+    chunked = pa.chunked_array(parts).unify_dictionaries()
+    dictionary = chunked.chunk(0).dictionary if chunked.num_chunks else pa.array([], pa.string())
+    if len(dictionary) and pc.any(pc.match_substring(dictionary, "\n")).as_py():
+        return None
+    codes = np.concatenate([
+        (chunk.indices.fill_null(-1) if chunk.indices.null_count else chunk.indices).to_numpy(zero_copy_only=False)
+        for chunk in chunked.chunks]).astype(np.intp, copy=False)
+    return np.asarray(dictionary.to_pylist(), dtype=object), codes
+
+
+def modal_width(rows: list[list[str]]) -> int | None:
+    """The number of fields most of the first rows have (ties: the wider), None without rows."""
+    if not rows:
+        return None
+    counts = Counter(len(row) for row in rows)
+    return max(counts, key=lambda width: (counts[width], width))
+
+
+def _pool():
+    import pyarrow as pa
+
+    try:
+        return pa.jemalloc_memory_pool()
+    except (NotImplementedError, pa.ArrowNotImplementedError):
+        return pa.default_memory_pool()
