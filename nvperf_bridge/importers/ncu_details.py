@@ -129,7 +129,10 @@ def _read_arrow(path: Path, head: Head, found: Sniffed) -> tuple[dict[str, coded
     sample = text[header_end + 1:].split("\n", 201)[:200]
     if len(sample) < 2:
         return None  # no complete row in the head
-    width = coded.modal_width([row for row in csv.reader(io.StringIO("\n".join(sample[:-1]))) if len(row) > 1])
+    try:
+        width = coded.modal_width([row for row in csv.reader(io.StringIO("\n".join(sample[:-1]))) if len(row) > 1])
+    except csv.Error:  # a field over the csv module's 128 KiB limit: pandas' parser says what it is
+        return None
     if width is None or width > len(table.header):
         return None
     end = coded.table_end(path, data_start, 4 * _REST_LIMIT)
