@@ -163,9 +163,30 @@ def _text_dtype(storage: str | None) -> Any:
     return pd.Series(["text"], dtype=object).astype(str).dtype
 
 
-def text_array(values: Any) -> Any:
-    """Object values (all str) as a copy in the dtype ``Series.astype(str)`` gives (``text_dtype``)."""
+def text_array(values: Any, checked: bool = False) -> Any:
+    """Object values (all str) as a copy in the dtype ``Series.astype(str)`` gives (``text_dtype``).
+
+    ``checked``: the caller has seen that every value is a str (on its distinct objects,
+    ``distinct_objects``); the copy is then wrapped as pandas' Python-backed strings hold it, where
+    pandas would check and convert it again value by value (the same array and dtype; speed only)."""
+    template = _text_template(text_dtype()) if checked else None
+    if template is not None:
+        return template._from_backing_data(np.array(values, dtype=object, copy=True))
     return pd.array(np.asarray(values, dtype=object), dtype=text_dtype(), copy=True)
+
+
+@functools.cache
+def _text_template(dtype: Any) -> Any:
+    """A one-value array of pandas' Python-backed string dtype ``dtype``, whose ``_from_backing_data``
+    wraps an object array of str as that dtype holds it; None for any other text dtype (object,
+    pyarrow), which ``text_array`` converts through pandas."""
+    if not isinstance(dtype, pd.StringDtype) or dtype.storage != "python":
+        return None
+    template = pd.array(np.array(["text"], dtype=object), dtype=dtype)
+    backing = getattr(template, "_ndarray", None)
+    if not hasattr(template, "_from_backing_data") or not isinstance(backing, np.ndarray) or backing.dtype != object:
+        return None
+    return template
 
 
 def all_text(values: np.ndarray) -> bool:
@@ -188,7 +209,7 @@ def column(values: Any, index: pd.Index) -> pd.Series:
         return values
     array = np.asarray(values)
     if array.dtype == object and text_dtype() != object and len(array) and all_text(array):
-        return pd.Series(text_array(array), index=index, copy=False)
+        return pd.Series(text_array(array, checked=True), index=index, copy=False)
     if isinstance(values, pd.Series):  # its own memory is read-only under copy-on-write: a Series takes a copy
         return pd.Series(array, index=index)
     return pd.Series(array, index=index, copy=False)

@@ -98,9 +98,9 @@ class LaunchGeometry:
 def compute_geometry(kernels: pd.DataFrame, gpu: GpuProfile) -> LaunchGeometry:
     """The launch geometry of every kernel of ``kernels`` on ``gpu`` (see the module docstring)."""
     index = kernels.index
-    # the calculator's arrays are new: wrapped, not copied
-    occ = {name: pd.Series(values, index=index, copy=False)
-           for name, values in frame_occupancy_arrays(kernels, gpu).items()}
+    # the calculator's arrays are new: wrapped, not copied (its texts as pd.Series(values) stores them, without
+    # pandas' check of every value: labels.column)
+    occ = {name: labels.column(values, index) for name, values in frame_occupancy_arrays(kernels, gpu).items()}
     grid = column_or_nan(kernels, "grid_blocks").where(lambda g: g > 0)
     wpb = occ["warps_per_block"]
     max_warps = float(gpu.max_warps_per_sm)

@@ -331,10 +331,10 @@ def _text_values(column: pd.Series, fill: str) -> tuple[np.ndarray, bool, Any]:
 
 
 def _text_series(values: np.ndarray, index: pd.Index) -> pd.Series:
-    """Object values (all str) as a Series of pandas' string dtype (a copy)."""
+    """Object values (all str: ``_text_values`` saw to it) as a Series of pandas' string dtype (a copy)."""
     from nvperf_bridge.labels import text_array
 
-    return pd.Series(text_array(values), index=index, copy=False)
+    return pd.Series(text_array(values, checked=True), index=index, copy=False)
 
 
 # ---- one evaluation per run --------------------------------------------------

@@ -332,12 +332,30 @@ def _column(kernels: pd.DataFrame, name: str) -> Any:
     return kernels[name] if name in kernels.columns else None
 
 
+# From this many launches on, the calculator runs once per distinct launch shape (speed only, below).
+DISTINCT_SHAPES_FROM = 4096
+
+
 def frame_occupancy_arrays(kernels: pd.DataFrame, gpu: "GpuProfile") -> dict[str, np.ndarray]:
-    """:func:`frame_occupancy` as one numpy array per column."""
-    return occupancy_arrays(
-        _column(kernels, "block_threads"), _column(kernels, "registers_per_thread"),
-        _column(kernels, "shared_mem_per_block_bytes"), limits_for_profile(gpu), index=kernels.index,
-    )
+    """:func:`frame_occupancy` as one numpy array per column.
+
+    Every value is a function of one launch's block threads, registers and shared memory alone, and
+    a large profile repeats a few launch shapes (a million launches of a training step: a few
+    hundred): the calculator runs on the distinct shapes (rows of the same bits,
+    ``distinct_rows``) and its arrays are taken back to every launch, the same values (speed only)."""
+    columns = (_column(kernels, "block_threads"), _column(kernels, "registers_per_thread"),
+               _column(kernels, "shared_mem_per_block_bytes"))
+    limits = limits_for_profile(gpu)
+    n = len(kernels)
+    if n >= DISTINCT_SHAPES_FROM:
+        from nvperf_bridge.distinct_rows import distinct_rows
+
+        inputs = [_as_array(values, n) for values in columns]
+        shapes = distinct_rows(inputs)
+        if len(shapes.first) <= n // 4:
+            per_shape = occupancy_arrays(*(values[shapes.first] for values in inputs), limits)
+            return {name: values[shapes.inverse] for name, values in per_shape.items()}
+    return occupancy_arrays(*columns, limits, index=kernels.index)
 
 
 def frame_occupancy(kernels: pd.DataFrame, gpu: "GpuProfile", *, shared_mem_config_bytes: Any = None) -> pd.DataFrame:

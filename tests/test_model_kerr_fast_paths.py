@@ -170,7 +170,9 @@ def test_distinct_rows_merges_only_bit_identical_rows() -> None:
 
 
 def test_distinct_rows_falls_back_to_every_row_on_a_hash_collision(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kerr, "_HASH_MULTIPLIER", np.uint64(0))  # every row hashes alike: a forced collision
+    import nvperf_bridge.distinct_rows as distinct
+
+    monkeypatch.setattr(distinct, "_HASH_MULTIPLIER", np.uint64(0))  # every row hashes alike: a forced collision
     columns = [np.array([1.0, 2.0, 1.0, 3.0])]
     rows = kerr.distinct_rows(columns)
     assert rows.all_single and list(rows.inverse) == [0, 1, 2, 3]

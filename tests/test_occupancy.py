@@ -22,6 +22,7 @@ from nvperf_bridge.occupancy import (
     cc_limits,
     cc_table,
     frame_occupancy,
+    frame_occupancy_arrays,
     limits_for_profile,
     occupancy,
 )
@@ -86,6 +87,33 @@ def test_missing_inputs_give_an_upper_bound_and_say_so() -> None:
     assert frame.theoretical_blocks_per_sm[0] == 8 and frame.occupancy_missing_inputs[0] == "registers_per_thread"
     assert frame.theoretical_blocks_per_sm[1] == 4 and frame.occupancy_missing_inputs[1] == "shared_mem_per_block_bytes"
     assert np.isnan(frame.theoretical_occupancy[2]) and frame.occupancy_limiter[2] == ""
+
+
+def test_a_large_profile_gets_the_calculator_of_each_launch_shape_exactly() -> None:
+    """From DISTINCT_SHAPES_FROM launches on the calculator runs once per distinct launch shape: every
+    launch must get exactly what the calculator gives its own row (bits, dtypes, texts), invalid launches,
+    missing counters, zero registers and -0.0 included."""
+    from nvperf_bridge.occupancy import DISTINCT_SHAPES_FROM
+
+    profile = next(p for p in load_profiles().values() if p.id == "a100-40gb")
+    shapes = [(128, 37, 0), (256, 64, 49152), (1024, 255, 0), (2048, 32, 0), (96, np.nan, 1024), (64, 0, np.nan),
+              (32, 16, 200000), (np.nan, 32, 0), (128, -0.0, 0), (0, 32, 0)]
+    rng = np.random.default_rng(4)
+    pick = rng.integers(0, len(shapes), DISTINCT_SHAPES_FROM + 50)
+    kernels = pd.DataFrame([shapes[i] for i in pick], columns=["block_threads", "registers_per_thread",
+                                                                "shared_mem_per_block_bytes"])
+    kernels["registers_per_thread"] = kernels["registers_per_thread"].astype(object)  # as text-read columns may be
+    fast = frame_occupancy_arrays(kernels, profile)
+    plain = occupancy(kernels["block_threads"], kernels["registers_per_thread"], kernels["shared_mem_per_block_bytes"],
+                      limits_for_profile(profile), index=kernels.index)
+    assert list(fast) == list(plain.columns)
+    for name, values in fast.items():
+        expected = plain[name].to_numpy()
+        assert values.dtype == expected.dtype, name
+        if values.dtype == object:
+            assert values.tolist() == expected.tolist(), name
+        else:
+            np.testing.assert_array_equal(values.view(np.uint64), expected.view(np.uint64), err_msg=name)
 
 
 def test_table_covers_every_shipped_profile_and_agrees_with_it() -> None:
