@@ -64,7 +64,7 @@ class ModelRun:
     requires: tuple[str, ...] = ()  # the model's required canonical columns, to say what is missing
     optional: tuple[str, ...] = ()  # the columns it reads when present (a time-derived one leaks the time too)
     wall_s: float = 0.0  # seconds its evaluate and result checks took in this run (benchmarks/run.py reads them)
-    cpu_s: float = 0.0  # CPU seconds of this process meanwhile
+    cpu_s: float = 0.0  # CPU seconds of this process meanwhile (of its own threads while a model runs beside)
 
 
 @dataclass
@@ -323,7 +323,7 @@ def _run_models(
         raise UsageError(
             f"unknown model {unknown[0]!r}", hint="run 'nvperf-bridge models' to list the installed ones"
         )
-    from nvperf_bridge.isolation import exception_name, isolation_available
+    from nvperf_bridge.isolation import isolation_available
 
     if isolate and not isolation_available() and any(not registry.models[mid].builtin for mid in wanted):
         warnings.append("plugins run in this process: worker processes need fork, which this platform lacks")
@@ -333,46 +333,142 @@ def _run_models(
     pool = ColumnPool()
     if geometry is not None:  # a model's detail equal to a geometry column (N, #Rep, active SMs) is stored as it
         pool.offer(dict(geometry.columns))
-    runs: dict[str, ModelRun] = {}
-    for mid in wanted:
-        loaded = registry.models[mid]
-        model = loaded.model
-        # the profile's model_options (a calibrated profile's chosen options) under the user's --option
-        model_options = gpu.options_for(mid, options.get(mid, {}))
-        given = options.get(mid, {})
-        run = ModelRun(mid, str(getattr(model, "version", "")), str(getattr(model, "paper", "")), loaded.origin, None,
-                       options=model_options, description=str(getattr(model, "description", "")),
-                       options_from={name: "--option" if name in given else f"profile {gpu.id}"
-                                     for name in model_options},
-                       extension_options={name: tuple(values) for name, values in
-                                          dict(getattr(model, "extension_options", None) or {}).items()},
-                       constant_specs={spec.name: spec for spec in getattr(model, "constants", ())
-                                       if hasattr(spec, "name")})
-        printed: list[str] = []
-        if ahead is not None and isolate and not loaded.builtin:
-            ahead.join()  # a worker process is forked: never while another thread may hold an import lock
-        started = (time.perf_counter(), time.process_time())
-        try:
-            run.constants = resolve_constants(model, gpu)
+    beside = _start_beside(kernels, gpu, registry, wanted, options, timeout_s, isolate)
+    runs: dict[str, ModelRun | None] = {}
+    position = len(warnings)
+    try:
+        for mid in wanted:
+            if beside is not None and mid == beside.model_id:
+                runs[mid] = None  # its turn comes last, when its thread has had the others' time; its place stays
+                position = len(warnings)
+                continue
+            runs[mid] = _one_run(mid, kernels, gpu, registry, options, timeout_s, isolate, pool, warnings, ahead,
+                                 concurrent=beside is not None)
+        if beside is not None:
+            own: list[str] = []  # its warnings go where its turn would have put them
+            runs[beside.model_id] = _one_run(beside.model_id, kernels, gpu, registry, options, timeout_s, isolate, pool,
+                                             own, ahead, beside=beside)
+            warnings[position:position] = own
+    finally:
+        if beside is not None:
+            beside.thread.join()  # nothing left running after the run, whatever stopped it
+    return runs, warnings  # type: ignore[return-value]
+
+
+def _one_run(mid: str, kernels: pd.DataFrame, gpu: GpuProfile, registry: Registry,
+             options: Mapping[str, Mapping[str, Any]], timeout_s: float | None, isolate: bool, pool: Any,
+             warnings: list[str], ahead: threading.Thread | None, concurrent: bool = False,
+             beside: "_Beside | None" = None) -> ModelRun:
+    """Evaluate one model (or take its result from ``beside``, its own thread), check its result, share
+    its columns through ``pool`` and append its warnings to ``warnings``."""
+    from nvperf_bridge.isolation import exception_name
+
+    loaded = registry.models[mid]
+    model = loaded.model
+    # the profile's model_options (a calibrated profile's chosen options) under the user's --option
+    model_options = gpu.options_for(mid, options.get(mid, {}))
+    given = options.get(mid, {})
+    run = ModelRun(mid, str(getattr(model, "version", "")), str(getattr(model, "paper", "")), loaded.origin, None,
+                   options=model_options, description=str(getattr(model, "description", "")),
+                   options_from={name: "--option" if name in given else f"profile {gpu.id}"
+                                 for name in model_options},
+                   extension_options={name: tuple(values) for name, values in
+                                      dict(getattr(model, "extension_options", None) or {}).items()},
+                   constant_specs={spec.name: spec for spec in getattr(model, "constants", ())
+                                   if hasattr(spec, "name")})
+    printed: list[str] = []
+    if ahead is not None and isolate and not loaded.builtin:
+        ahead.join()  # a worker process is forked: never while another thread may hold an import lock
+    # CPU seconds of this thread while a model runs beside the others (the process's CPU counts both)
+    cpu_clock = time.thread_time if concurrent or beside is not None else time.process_time
+    started = (time.perf_counter(), cpu_clock())
+    elsewhere = (0.0, 0.0)  # the beside model's evaluate: its own thread's wall and CPU seconds
+    try:
+        run.constants = resolve_constants(model, gpu)
+        if beside is not None:
+            raw, elsewhere = beside.outcome()  # evaluated in its thread meanwhile (raises what it raised)
+        else:
             raw = _evaluate(loaded, kernels, gpu, model_options, timeout_s, isolate, printed)
-            result, model_warnings = validate_result(mid, kernels, raw)
-            # the run keeps the model's own frame (evaluate_shared): shared too
-            run.result = pool.share(result, *([raw] if isinstance(raw, pd.DataFrame) else []))
-            if pool.shared:
-                replace_shared_result(raw, pool.shared.pop())
-            del raw, result  # the columns the pool replaced are free for the next model now
-            warnings.extend(model_warnings)
-        except NvperfError as exc:
-            run.failure = str(exc)
-            warnings.append(f"model {mid} produced no results: {exc}")
-        except (Exception, SystemExit) as exc:  # plugin code may raise anything, exit included; report it, keep going
-            name = exception_name(exc)
-            run.failure = f"{name}: {exc}"
-            warnings.append(f"model {mid} raised {name}: {exc}; its results are left out")
-        warnings.extend(f"model {mid} printed: {text}" for text in printed)
-        run.wall_s, run.cpu_s = time.perf_counter() - started[0], time.process_time() - started[1]
-        runs[mid] = run
-    return runs, warnings
+        result, model_warnings = validate_result(mid, kernels, raw)
+        # the run keeps the model's own frame (evaluate_shared): shared too
+        run.result = pool.share(result, *([raw] if isinstance(raw, pd.DataFrame) else []))
+        if pool.shared:
+            replace_shared_result(raw, pool.shared.pop())
+        del raw, result  # the columns the pool replaced are free for the next model now
+        warnings.extend(model_warnings)
+    except NvperfError as exc:
+        run.failure = str(exc)
+        warnings.append(f"model {mid} produced no results: {exc}")
+    except (Exception, SystemExit) as exc:  # plugin code may raise anything, exit included; report it, keep going
+        name = exception_name(exc)
+        run.failure = f"{name}: {exc}"
+        warnings.append(f"model {mid} raised {name}: {exc}; its results are left out")
+    warnings.extend(f"model {mid} printed: {text}" for text in printed)
+    run.wall_s = time.perf_counter() - started[0] + elsewhere[0]
+    run.cpu_s = cpu_clock() - started[1] + elsewhere[1]
+    return run
+
+
+# From this many kernel rows on, a built-in model that declares ``runs_beside_others`` (Kerr: its fit is
+# numpy, scipy and BLAS work that releases the interpreter lock) is evaluated in a thread of its own while
+# the other models run in this one: on two or more cores its time is hidden behind theirs. Each model's
+# values are its own computation either way (evaluate is pure; the run's shared caches take a lock);
+# only when it is computed changes.
+BESIDE_ROWS = 10_000
+
+
+@dataclass
+class _Beside:
+    """A model evaluated in a thread of its own (``_start_beside``); ``outcome`` waits for it."""
+
+    model_id: str
+    thread: threading.Thread
+    result: dict[str, Any]
+
+    def outcome(self) -> tuple[Any, tuple[float, float]]:
+        """The model's result frame and (wall, CPU) seconds of its evaluate; raises what it raised."""
+        self.thread.join()
+        if "error" in self.result:
+            raise self.result["error"]
+        return self.result["raw"], self.result["seconds"]
+
+
+def _start_beside(kernels: pd.DataFrame, gpu: GpuProfile, registry: Registry, wanted: list[str],
+                  options: Mapping[str, Mapping[str, Any]], timeout_s: float | None,
+                  isolate: bool) -> _Beside | None:
+    """Start the first wanted built-in model that ``runs_beside_others`` in its own thread (see
+    ``BESIDE_ROWS``), or None: a small frame, a model timeout (enforced on the calling thread), a plugin
+    to be run in a worker process (never forked while another thread runs), no such model, or options
+    that do not resolve (left to the model's turn, which reports them as before). Only built-in models
+    qualify: they never print (a thread of its own has no captured output)."""
+    if len(kernels) < BESIDE_ROWS or timeout_s is not None or len(wanted) < 2:
+        return None
+    if isolate and any(not registry.models[m].builtin for m in wanted):
+        return None
+    mid = next((m for m in wanted if registry.models[m].builtin
+                and getattr(registry.models[m].model, "runs_beside_others", False)), None)
+    if mid is None:
+        return None
+    model = registry.models[mid].model
+    try:
+        model_options = gpu.options_for(mid, options.get(mid, {}))
+    except Exception:  # noqa: BLE001 - raised again at the model's turn, as without a thread
+        return None
+    frame = kernels.copy(deep=False)  # as evaluate_in_process gives it: a model that adds columns disturbs no other
+    result: dict[str, Any] = {}
+
+    def evaluate() -> None:
+        started = (time.perf_counter(), time.thread_time())
+        try:
+            result["raw"] = evaluate_shared(model, frame, gpu, model_options,
+                                            lambda: model.evaluate(frame, gpu, model_options))
+        except BaseException as exc:  # noqa: BLE001 - re-raised at the model's turn in the calling thread
+            result["error"] = exc
+        result["seconds"] = (time.perf_counter() - started[0], time.thread_time() - started[1])
+
+    thread = threading.Thread(target=evaluate, name=f"nvperf-bridge-model-{mid}", daemon=True)
+    thread.start()
+    return _Beside(mid, thread, result)
 
 
 # Below this many kernel rows nothing is imported ahead: the models take a fraction of a second, and

@@ -1266,6 +1266,9 @@ class KerrModel:
     # what evaluate imports (PCA solve, k-means, silhouette distances): run_models loads it ahead, in a
     # background thread while the models before this one run (analysis._import_ahead; speed only)
     import_ahead = ("scipy.linalg", "scipy.cluster.vq", "scipy.spatial.distance")
+    # on large frames run_models evaluates this model in a thread of its own beside the others: its work is
+    # numpy, scipy and BLAS that release the interpreter lock, and it reads no other model's result (speed only)
+    runs_beside_others = True
 
     def fit(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> dict[str, Any]:
         """Fit on the kernels with measured duration_ns; returns the JSON-serialisable model."""
