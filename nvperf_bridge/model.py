@@ -164,6 +164,20 @@ def missing_inputs(kernels: pd.DataFrame, required: tuple[str, ...] | list[str])
     return pd.Series(out, index=kernels.index, dtype="object", copy=False)  # a new array: no copy needed
 
 
+def without_reason(reasons: Any) -> np.ndarray:
+    """Per kernel, is its reason empty: ``reasons == ""`` (a text column of '' or why a kernel is not
+    predicted, as ``missing_inputs`` gives) as a new bool array. Read on the column's few distinct string
+    objects where it holds few (``labels.distinct_objects``): a comparison per row costs 15 ms per million
+    kernels on an object array and over 50 ms on an object Series (speed only: the same booleans)."""
+    from nvperf_bridge.labels import distinct_objects, rows_holding
+
+    values = reasons.to_numpy(dtype=object) if isinstance(reasons, pd.Series) else np.asarray(reasons, dtype=object)
+    found = distinct_objects(values)
+    if found is not None and all(isinstance(item, str) for item in found[2]):
+        return rows_holding(found, lambda text: text == "")
+    return np.asarray(values == "", dtype=bool)
+
+
 def empty_result(kernels: pd.DataFrame) -> pd.DataFrame:
     """A result frame with the standard columns, nothing predicted yet.
 

@@ -163,6 +163,7 @@ from nvperf_bridge.model import (
     detail_column,
     empty_result,
     missing_inputs,
+    without_reason,
 )
 
 # A global memory transaction in the canonical columns is a 32-byte sector
@@ -512,7 +513,7 @@ class HongKimModel:
 
         # --- kernels the model cannot handle get a reason ---
         error = error.to_numpy(dtype=object, copy=True)
-        no_reason = error == ""
+        no_reason = without_reason(error)
         checks = [
             (~(blocks > 0) | ~(column_or_nan(kernels, "block_threads") > 0),
              "grid_blocks and block_threads must be positive"),

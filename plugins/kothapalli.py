@@ -119,6 +119,7 @@ from nvperf_bridge.model import (
     empty_result,
     missing_inputs,
     number_option,
+    without_reason,
 )
 
 # Profiles without ``coalesced_sectors_per_request`` are sector GPUs: a warp of
@@ -341,7 +342,7 @@ class KothapalliModel:
 
         # --- kernels the model cannot handle get a reason ---
         error = error.to_numpy(dtype=object, copy=True)
-        no_reason = error == ""
+        no_reason = without_reason(error)
         checks = [
             (~(blocks > 0) | ~(column_or_nan(kernels, "block_threads") > 0),
              "grid_blocks and block_threads must be positive"),

@@ -160,6 +160,7 @@ from nvperf_bridge.model import (
     constant_column,
     empty_result,
     missing_inputs,
+    without_reason,
     number_option,
 )
 
@@ -389,7 +390,7 @@ class LuoSudaModel:
 
         # ---- errors ---------------------------------------------------------------
         error = missing_inputs(kernels, self.requires.required).to_numpy(dtype=object, copy=True)
-        good = error == ""  # kept up to date as reasons are given, first reason wins
+        good = without_reason(error)  # kept up to date as reasons are given, first reason wins
         checks = [
             (~(I_total > 0), "inst_executed is zero: no instructions to time"),
             (~(N_act > 0), "no active warps per SM: " + describe_missing(["achieved_occupancy"])

@@ -115,6 +115,7 @@ from nvperf_bridge.model import (
     missing_inputs,
     number_option,
     resolve_constants,
+    without_reason,
 )
 
 MODEL_ID = "recommended"
@@ -447,9 +448,9 @@ class RecommendedModel:
                   for name, value in constant_values(self, gpu).items()}
         reasons = missing_inputs(kernels, ["grid_blocks", "block_threads", "inst_executed"])
         terms = cached_term_table(kernels, gpu, options)
-        no_dram = terms["dram"].isna() & (reasons == "")
+        no_dram = terms["dram"].isna() & without_reason(reasons)  # speed-only: reasons == "" as booleans, read faster
         reasons[no_dram] = "missing dram_bytes (ncu dram__bytes.sum, nvprof dram_read_transactions/dram_write_transactions)"
-        ok = reasons == ""
+        ok = pd.Series(without_reason(reasons), index=kernels.index, copy=False)
         # Transit is blended in where it predicts; elsewhere the bound model stands alone
         predicted, scaled = combine(terms, values)
         # text columns as codes into a few labels (nvperf_bridge.labels), never a string built per kernel:

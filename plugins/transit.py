@@ -133,6 +133,7 @@ from nvperf_bridge.model import (
     constant_column,
     empty_result,
     missing_inputs,
+    without_reason,
     number_option,
 )
 
@@ -330,7 +331,7 @@ class TransitModel:
         with np.errstate(over="ignore"):
             ns, cycles = with_launch(seconds * 1e9, seconds * gpu.sm_clock_hz, values["launch_ns"], gpu.sm_clock_hz)
         error = missing_inputs(kernels, ("grid_blocks", "block_threads")).to_numpy(dtype=object, copy=True)
-        good = error == ""  # kept up to date as reasons are given, first reason wins
+        good = without_reason(error)  # kept up to date as reasons are given, first reason wins
         checks = [
             (instructions.isna(), describe_missing(["inst_issued", "inst_executed"]) + " (Z needs instructions issued)"),
             (dram.isna(), describe_missing(["dram_bytes"]) + " (Z needs DRAM read + write traffic)"),
