@@ -77,3 +77,30 @@ def test_the_derived_texts_are_factorised_once_per_run_with_the_same_masks(reald
         pd.testing.assert_series_equal(mask, own)
     canonical.time_derived_any(kernels, groups[0])  # the run is over: computed again
     assert len(calls) == 2
+
+
+def test_served_fractions_are_computed_once_per_run_for_the_same_sectors(kernels, monkeypatch) -> None:
+    """Hong-Kim, Kothapalli, Luo-Suda and the recommended estimate each ask for the memory levels of the same
+    rows: within a run the same sectors (bit for bit) are answered from the first computation, with its values;
+    other sectors, or a call outside a run, are computed."""
+    import numpy as np
+
+    from nvperf_bridge import memory_levels
+
+    calls: list[int] = []
+    real = memory_levels._served_fractions
+    monkeypatch.setattr(memory_levels, "_served_fractions", lambda k, s: calls.append(1) or real(k, s))
+    sectors = pd.Series(np.linspace(1.0, 100.0, len(kernels)), index=kernels.index)
+    alone = real(kernels, sectors)
+    with shared_evaluations():
+        first = memory_levels.served_fractions(kernels, sectors.copy())
+        again = memory_levels.served_fractions(kernels.copy(deep=False), sectors * 1.0)
+        assert len(calls) == 1
+        memory_levels.served_fractions(kernels, sectors + 1.0)
+        assert len(calls) == 2
+    for name, values in alone.items():
+        pd.testing.assert_series_equal(first[name], values, check_exact=True)
+        pd.testing.assert_series_equal(again[name], values, check_exact=True)
+    memory_levels.served_fractions(kernels, sectors)
+    memory_levels.served_fractions(kernels, sectors)
+    assert len(calls) == 4  # outside a run nothing is kept
