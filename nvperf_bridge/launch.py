@@ -100,7 +100,7 @@ def compute_geometry(kernels: pd.DataFrame, gpu: GpuProfile) -> LaunchGeometry:
     index = kernels.index
     # the calculator's arrays are new: wrapped, not copied (its texts as pd.Series(values) stores them, without
     # pandas' check of every value: labels.column)
-    occ = {name: labels.column(values, index) for name, values in frame_occupancy_arrays(kernels, gpu).items()}
+    occ = {name: labels.column(values, index, owned=True) for name, values in frame_occupancy_arrays(kernels, gpu).items()}
     grid = column_or_nan(kernels, "grid_blocks").where(lambda g: g > 0)
     wpb = occ["warps_per_block"]
     max_warps = float(gpu.max_warps_per_sm)

@@ -533,12 +533,12 @@ class HongKimModel:
         text = lambda values: pd.Series(values, index=index, dtype="object", copy=False)  # noqa: E731
         result["predicted_cycles"] = predicted_cycles.where(ok)
         result["predicted_ns"] = predicted_ns.where(ok)
-        result["bottleneck"] = text(labels.where(ok, bottleneck, "unknown"))
+        result["bottleneck"] = labels.column(labels.where(ok, bottleneck, "unknown"), index, owned=True)  # new: not copied
         # the state, with the no-barrier-count suffix where inst_barrier was not collected
         state_code = state_code + len(states) * ~synch_known.to_numpy(dtype=bool)
         state = labels.take([*states, *(label + STATE_SUFFIX_NO_SYNCH for label in states)], state_code)
-        result["state"] = text(labels.where(ok, state, ""))
-        result["error"] = text(error)
+        result["state"] = labels.column(labels.where(ok, state, ""), index, owned=True)
+        result["error"] = labels.column(error, index, owned=True)
         details: dict[str, Any] = {
             "equation": text(labels.where(ok, equation, "")),
             "MWP": MWP,

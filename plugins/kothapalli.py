@@ -361,9 +361,9 @@ class KothapalliModel:
         text = lambda values: pd.Series(values, index=index, dtype="object", copy=False)  # noqa: E731
         result["predicted_cycles"] = chosen_cycles.where(ok)
         result["predicted_ns"] = chosen_ns.where(ok)
-        result["bottleneck"] = text(labels.where(ok, bottleneck, "unknown"))
-        result["state"] = text(labels.where(ok, state, ""))
-        result["error"] = text(error)
+        result["bottleneck"] = labels.column(labels.where(ok, bottleneck, "unknown"), index, owned=True)  # new: not copied
+        result["state"] = labels.column(labels.where(ok, state, ""), index, owned=True)
+        result["error"] = labels.column(error, index, owned=True)
         details: dict[str, Any] = {
             "prediction": model_label,
             "T_max_ns": T_max_ns,

@@ -418,9 +418,9 @@ class LuoSudaModel:
             ["compute", "memory-bandwidth", "parallelism"],
             default="memory-latency",
         )
-        result["bottleneck"] = labels.column(labels.where(good, bottleneck, "unknown"), kernels.index)
+        result["bottleneck"] = labels.column(labels.where(good, bottleneck, "unknown"), kernels.index, owned=True)
         period_labels = [PERIOD_TYPE_LABELS.get(code, "") for code in range(max(PERIOD_TYPE_LABELS) + 1)]
-        result["state"] = labels.column(labels.where(good, labels.take(period_labels, kind), ""), kernels.index)
+        result["state"] = labels.column(labels.where(good, labels.take(period_labels, kind), ""), kernels.index, owned=True)
         ns, cycles_out = with_launch(cycles / clock_hz * 1e9, cycles, k["launch_ns"], clock_hz)  # EXTENSION
         result["predicted_cycles"] = cycles_out.where(good)
         result["predicted_ns"] = ns.where(good)

@@ -491,12 +491,12 @@ class RecommendedModel:
             result["kernel_factor"] = factor.where(scaled_note)
         result["predicted_ns"] = predicted.where(ok)
         result["predicted_cycles"] = (predicted * gpu.sm_clock_hz / 1e9).where(ok)
-        result["bottleneck"] = labels.column(labels.where(ok, label, "unknown"), kernels.index)
+        result["bottleneck"] = labels.column(labels.where(ok, label, "unknown"), kernels.index, owned=True)
         result["state"] = state.where(ok, "")
         result["error"] = reasons
         for name in TERMS:
             result[f"T_{name}_ns"] = scaled[name].where(ok)
-        result["dominant_term"] = labels.column(labels.where(ok, dominant, ""), kernels.index)
+        result["dominant_term"] = labels.column(labels.where(ok, dominant, ""), kernels.index, owned=True)
         result["estimate"] = constant_column("recommended estimate (beyond the papers)", kernels.index)
         return result
 

@@ -347,10 +347,10 @@ class TransitModel:
 
         result["predicted_ns"] = ns.where(good)
         result["predicted_cycles"] = cycles.where(good)
-        result["state"] = labels.column(labels.where(good, eq["bound"], ""), kernels.index)
+        result["state"] = labels.column(labels.where(good, eq["bound"], ""), kernels.index, owned=True)
         result["bottleneck"] = labels.column(labels.where(
             good, labels.take([BOUND_TO_BOTTLENECK[bound] for bound in BOUNDS], eq["bound_code"]), "unknown"),
-            kernels.index)
+            kernels.index, owned=True)
         result["error"] = pd.Series(error, index=kernels.index, dtype="object", copy=False)
 
         flops = flop_sp.fillna(0.0) + flop_dp.fillna(0.0)

@@ -84,3 +84,27 @@ def test_factorize_text_gives_pandas_codes_by_address() -> None:
     np.testing.assert_array_equal(factorize_text(series), pd.factorize(series, use_na_sentinel=False)[0])
     as_object = pd.Series(np.array(names, dtype=object), dtype=object)
     np.testing.assert_array_equal(factorize_text(as_object), pd.factorize(as_object, use_na_sentinel=False)[0])
+
+
+def test_an_owned_text_column_is_wrapped_and_anything_else_copied() -> None:
+    """labels.column(..., owned=True) keeps a new object array the caller hands over as the column's memory
+    (no 8 MB copy per million kernels) with the dtype and values pandas gives; a view or a read-only array is
+    copied even when said to be owned, and without owned=True every array is, so no column ever shares
+    memory it does not own."""
+    from nvperf_bridge.text_storage import python_text
+
+    index = pd.RangeIndex(6)
+    with python_text():
+        fresh = labels.take(["", "compute", "memory-bandwidth"], [0, 1, 2, 1, 0, 2])
+        owned = labels.column(fresh, index, owned=True)
+        pd.testing.assert_series_equal(owned, pd.Series(fresh.tolist(), index=index).astype(str))
+        backing = lambda column: getattr(column.array, "_ndarray", None)  # noqa: E731 - Python-backed strings
+        if backing(owned) is None:
+            pytest.skip("text is not stored in a numpy object array here")
+        assert np.shares_memory(backing(owned), fresh)
+        assert not np.shares_memory(backing(labels.column(fresh, index)), fresh)  # not handed over: copied
+        view, read_only = fresh[1:], np.broadcast_to(fresh[:1], (6,))
+        for given in (view, read_only):
+            column = labels.column(given, pd.RangeIndex(len(given)), owned=True)
+            assert column.tolist() == list(given)
+            assert not np.shares_memory(backing(column), given)
