@@ -474,12 +474,9 @@ def _bench_models(raw: Path, n: int) -> tuple[Row, list[str]]:
         state = "failed: " + run.failure[:80] if run.result is None else \
             f"{int((run.result['error'] == '').sum()):,} predicted"
         lines.append(f"{mid}: {fmt_s(run.wall_s)} wall, {fmt_s(run.cpu_s)} CPU ({state})")
-    # a model that runs beside the others in a thread of its own (analysis.BESIDE_ROWS: Kerr) overlaps them:
-    # the set-up line is what the run took beyond the models run one after the other
-    from nvperf_bridge import analysis
-
-    beside = [mid for mid, run in runs.items() if n >= analysis.BESIDE_ROWS
-              and getattr(registry.models[mid].model, "runs_beside_others", False)][:1]
+    # a model that runs beside the others in a thread of its own (analysis.BESIDE_ROWS: Kerr, where a core is
+    # free) overlaps them: the set-up line is what the run took beyond the models run one after the other
+    beside = [mid for mid, run in runs.items() if run.beside]
     serial = [run for mid, run in runs.items() if mid not in beside]
     shared, shared_cpu = total - sum(r.wall_s for r in serial), total_cpu - sum(r.cpu_s for r in runs.values())
     lines.append(f"launch geometry, run set-up{' and waiting for ' + beside[0] if beside else ''} (once for all "

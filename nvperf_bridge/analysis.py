@@ -65,6 +65,7 @@ class ModelRun:
     optional: tuple[str, ...] = ()  # the columns it reads when present (a time-derived one leaks the time too)
     wall_s: float = 0.0  # seconds its evaluate and result checks took in this run (benchmarks/run.py reads them)
     cpu_s: float = 0.0  # CPU seconds of this process meanwhile (of its own threads while a model runs beside)
+    beside: bool = False  # evaluated in a thread of its own beside the other models (analysis.BESIDE_ROWS)
 
 
 @dataclass
@@ -348,6 +349,7 @@ def _run_models(
             own: list[str] = []  # its warnings go where its turn would have put them
             runs[beside.model_id] = _one_run(beside.model_id, kernels, gpu, registry, options, timeout_s, isolate, pool,
                                              own, ahead, beside=beside)
+            runs[beside.model_id].beside = True
             warnings[position:position] = own
     finally:
         if beside is not None:
@@ -411,10 +413,28 @@ def _one_run(mid: str, kernels: pd.DataFrame, gpu: GpuProfile, registry: Registr
 
 # From this many kernel rows on, a built-in model that declares ``runs_beside_others`` (Kerr: its fit is
 # numpy, scipy and BLAS work that releases the interpreter lock) is evaluated in a thread of its own while
-# the other models run in this one: on two or more cores its time is hidden behind theirs. Each model's
-# values are its own computation either way (evaluate is pure; the run's shared caches take a lock);
-# only when it is computed changes.
+# the other models run in this one, where a core is free for it (``_core_free``): its time is then hidden
+# behind theirs. Each model's values are its own computation either way (evaluate is pure; the run's
+# shared caches take a lock); only when it is computed changes.
 BESIDE_ROWS = 10_000
+
+
+def _core_free() -> bool:
+    """Is a core free for a thread beside this one: two or more cores this process may run on, and a
+    1-minute load average at most half a core below their count. On a busy machine the thread gets no
+    core of its own, and Kerr's two-thread BLAS product (its Gram, kept on the threads it had so its bits
+    stay the same) spins while it waits: measured at load 5-7 on 2 cores, +40% CPU for the 1M-kernel run."""
+    import os
+
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return cores >= 2
+    return cores >= 2 and load <= cores - 0.5
 
 
 @dataclass
@@ -437,11 +457,11 @@ def _start_beside(kernels: pd.DataFrame, gpu: GpuProfile, registry: Registry, wa
                   options: Mapping[str, Mapping[str, Any]], timeout_s: float | None,
                   isolate: bool) -> _Beside | None:
     """Start the first wanted built-in model that ``runs_beside_others`` in its own thread (see
-    ``BESIDE_ROWS``), or None: a small frame, a model timeout (enforced on the calling thread), a plugin
+    ``BESIDE_ROWS``), or None: a small frame, no free core, a model timeout (enforced on the calling thread), a plugin
     to be run in a worker process (never forked while another thread runs), no such model, or options
     that do not resolve (left to the model's turn, which reports them as before). Only built-in models
     qualify: they never print (a thread of its own has no captured output)."""
-    if len(kernels) < BESIDE_ROWS or timeout_s is not None or len(wanted) < 2:
+    if len(kernels) < BESIDE_ROWS or timeout_s is not None or len(wanted) < 2 or not _core_free():
         return None
     if isolate and any(not registry.models[m].builtin for m in wanted):
         return None

@@ -36,6 +36,7 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
 
 def _runs(frame: pd.DataFrame, monkeypatch: pytest.MonkeyPatch, beside: bool):
     monkeypatch.setattr(analysis, "BESIDE_ROWS", analysis.BESIDE_ROWS if beside else len(frame) + 1)
+    monkeypatch.setattr(analysis, "_core_free", lambda: True)  # whatever the machine's load now
     started: list[str] = []
     real = threading.Thread.start
 
@@ -56,6 +57,7 @@ def test_kerr_beside_the_others_gives_the_same_results_and_warnings(large: pd.Da
     alone, warned_alone, none = _runs(large, monkeypatch, beside=False)
     assert none == []
     assert list(together) == list(alone)
+    assert [mid for mid, run in together.items() if run.beside] == ["kerr"] and not any(r.beside for r in alone.values())
     for mid, run in alone.items():
         assert together[mid].failure == run.failure, mid
         pd.testing.assert_frame_equal(together[mid].result, run.result, check_exact=True, obj=mid)
@@ -76,3 +78,16 @@ def test_a_failure_in_its_thread_reads_as_it_would_have(large: pd.DataFrame, mon
     assert warned_together == warned_alone
     assert "model kerr raised ValueError: fit diverged; its results are left out" in warned_together
     assert list(together) == list(alone)
+
+
+def test_no_thread_beside_on_a_busy_machine(large: pd.DataFrame, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no core is free (load average near the core count) every model runs in the calling thread."""
+    import os
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (8.0, 8.0, 8.0))
+    started: list[str] = []
+    real = threading.Thread.start
+    monkeypatch.setattr(threading.Thread, "start", lambda self: (started.append(self.name), real(self))[1])
+    runs, _ = run_models(large, resolve_profile("b200"), load_registry([]), ["transit", "kerr"])
+    assert not [name for name in started if name.startswith("nvperf-bridge-model-")]
+    assert not any(run.beside for run in runs.values()) and runs["kerr"].result is not None
