@@ -189,7 +189,8 @@ def _blend_hong_kim(terms: pd.DataFrame, values: dict[str, float]) -> pd.DataFra
 # Shared-memory load latency (cycles, no bank conflict) by compute capability major, as Jia, Maggioni, Staiger,
 # Scarpazza, "Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking", arXiv:1804.06826 (2018), tabulate
 # it: Kepler (K80) 26, Maxwell (M60) 23, Pascal (P100) 24, Volta (V100) 19; Turing 19 (Jia et al. 2019, T4); later
-# architectures assumed as Volta/Turing (not measured here). The ``sharedlat`` candidate only.
+# architectures assumed as Volta/Turing (not measured here). The ``sharedlat`` candidates only; the figures are as
+# recalled from those reports, not re-checked against them here (verify before shipping a form that uses them).
 SHARED_LATENCY_CYCLES = {"3": 26.0, "5": 23.0, "6": 24.0, "7": 19.0}
 
 
@@ -200,8 +201,21 @@ def shared_instructions(kernels: pd.DataFrame, gpu: Any) -> pd.Series:
 
 def shared_instructions_at_latency(kernels: pd.DataFrame, gpu: Any) -> pd.Series:
     """The same at the architecture's shared-memory latency (SHARED_LATENCY_CYCLES), ns."""
-    major = str(gpu.compute_capability).split(".")[0]
-    return shared_instructions(kernels, gpu) * SHARED_LATENCY_CYCLES.get(major, 19.0)
+    return shared_instructions(kernels, gpu) * _shared_latency(gpu)
+
+
+def shared_loads(kernels: pd.DataFrame, gpu: Any) -> pd.Series:
+    """Shared-memory loads per warp per wave, in ns at one cycle each (a store leaves nothing to wait for)."""
+    return _per_warp_per_wave(kernels, gpu, _column(kernels, "inst_shared_ld"))
+
+
+def shared_loads_at_latency(kernels: pd.DataFrame, gpu: Any) -> pd.Series:
+    """Shared-memory loads per warp per wave at the architecture's shared-memory latency, ns."""
+    return shared_loads(kernels, gpu) * _shared_latency(gpu)
+
+
+def _shared_latency(gpu: Any) -> float:
+    return SHARED_LATENCY_CYCLES.get(str(gpu.compute_capability).split(".")[0], 19.0)
 
 
 def _shared_in_chain(terms: pd.DataFrame, values: dict[str, float]) -> pd.DataFrame:
@@ -318,6 +332,10 @@ CANDIDATES = [
     Candidate("sharedlat", "shared-memory instructions at the architecture's shared-memory load latency in the "
               "dependent chain (Pascal 24 cycles, Jia et al. 2018), the other instructions at k_latency",
               **SHARED_IN_CHAIN),
+    Candidate("sharedldlat", "shared-memory loads (not stores: nothing waits on a store) at the architecture's "
+              "shared-memory load latency in the dependent chain, the other instructions at k_latency",
+              transform=_shared_in_chain,
+              columns={"shared_instructions": shared_loads, "shared_at_latency": shared_loads_at_latency}),
     Candidate("sharedlat+memsec", "sharedlat and the uncoalescing delay", {"memsec": (global_sectors_latency, 10.0, (1e-3, 1e4))},
               **SHARED_IN_CHAIN),
     Candidate("sharedlat+chain", "sharedlat, and the latency and memory-latency terms added in one chain",
