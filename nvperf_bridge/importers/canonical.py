@@ -300,7 +300,8 @@ def _derive(frame: pd.DataFrame, new: dict[str, pd.Series], parts: dict[str, pd.
             labels = pd.Series(np.where(time.to_numpy()[rows], target + TIME_MARK, target), dtype=object)
             had = pd.Series(text[rows], dtype=object)
             text[rows] = labels.where(had == "", had + "; " + labels).to_numpy()
-        out = pd.Series(text, index=frame.index, dtype=object)
+        codes, distinct = pd.factorize(text, use_na_sentinel=False)  # one object per distinct mark, shared by its rows
+        out = pd.Series(np.asarray(distinct, dtype=object)[codes], index=frame.index, dtype=object)
         new["derived"] = out.where(out != "", None)
 
 

@@ -26,7 +26,7 @@ class Coded:
     ``distinct``, or -1 for a missing value: an empty field, as pandas reads it with ``na_values=[""]``)."""
 
     distinct: np.ndarray
-    codes: np.ndarray
+    codes: np.ndarray  # int32 or wider
 
     def values(self, rows: np.ndarray | slice | None = None) -> np.ndarray:
         """The rows' values as an object array (NaN where missing), as pandas' parser gives them."""
@@ -57,9 +57,9 @@ BLOCK = 1 << 20  # bytes per block of the reader: a block at a time is held, nev
 _TABLE_END = re.compile(rb"\n(?=[ \t]*\n|[ \t]*$|==|[^,\n]*(?:\n|$))")
 
 
-class _Region:
-    """File bytes ``start`` to ``end`` as a binary stream; a carriage return or NUL byte in them raises
-    ``_NotPlain`` (the whole-text path normalises those)."""
+class FileRegion:
+    """File bytes ``start`` to ``end`` as a binary stream for pyarrow's reader; a carriage return or NUL byte
+    in them raises ``NotPlain`` (the whole-text path normalises those) as the block that holds it is read."""
 
     def __init__(self, path: Path, start: int, end: int) -> None:
         self._fh = open(path, "rb")
@@ -67,13 +67,23 @@ class _Region:
         self._left = end - start
         self.closed = False
 
+    def __enter__(self) -> "FileRegion":
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.close()
+
+    def tell(self) -> int:
+        """The file offset read up to."""
+        return self._fh.tell()
+
     def read(self, size: int = -1) -> bytes:
         if size < 0 or size > self._left:
             size = self._left
         block = self._fh.read(size)
         self._left -= len(block)
         if block.find(b"\r") >= 0 or block.find(b"\x00") >= 0:
-            raise _NotPlain()
+            raise NotPlain()
         return block
 
     def readable(self) -> bool:
@@ -87,8 +97,8 @@ class _Region:
         self.closed = True
 
 
-class _NotPlain(Exception):
-    pass
+class NotPlain(Exception):
+    """The bytes hold a carriage return or a NUL byte."""
 
 
 def table_end(path: Path, data_start: int, tail_bytes: int) -> int | None:
@@ -141,12 +151,12 @@ def read_arrow_table(path: Path, data_start: int, end: int, header: list[str], i
 
     def handle(row) -> str:
         if row.number is None:
-            raise _NotPlain()
+            raise NotPlain()
         other.append((row.number, row.text))
         return "skip"
 
     text_type = pa.dictionary(pa.int32(), pa.string())
-    source = _Region(path, data_start, end)
+    source = FileRegion(path, data_start, end)
     chunks: dict[str, list] = {name: [] for name in read_names}
     valid = 0
     try:
@@ -165,7 +175,7 @@ def read_arrow_table(path: Path, data_start: int, end: int, header: list[str], i
             valid += batch.num_rows
             for name in read_names:
                 chunks[name].append(batch.column(name))
-    except (_NotPlain, pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError, OSError):
+    except (NotPlain, pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError, OSError):
         return None
     finally:
         source.close()
@@ -181,6 +191,8 @@ def read_arrow_table(path: Path, data_start: int, end: int, header: list[str], i
         return None
     at_valid = np.ones(rows, dtype=bool)
     at_valid[positions] = False
+    # the rows of another width column by column, padded to the header's width ("" reads as missing)
+    by_column = list(zip(*(row + [""] * (len(header) - len(row)) for row in fields))) if fields else []
     columns: dict[str, Coded] = {}
     for name in include:
         if name not in header:
@@ -192,10 +204,11 @@ def read_arrow_table(path: Path, data_start: int, end: int, header: list[str], i
                 return None  # a line break inside a value: the stream's end-of-table rule reads lines, not rows
             distinct, codes = decoded
         else:
-            distinct, codes = np.empty(0, dtype=object), np.full(valid, -1, dtype=np.intp)
+            distinct, codes = np.empty(0, dtype=object), np.full(valid, -1, dtype=np.int32)
         if fields:
-            extra = pd.Series([row[k] if k < len(row) and row[k] != "" else None for row in fields], dtype=object)
-            present = extra.notna().to_numpy()
+            extra = pd.Series(by_column[k], dtype=object)
+            present = (extra != "").to_numpy()
+            extra[~present] = None
             found = pd.Index(distinct, dtype=object).get_indexer(extra)
             unseen = (found < 0) & present
             if unseen.any():  # values only the rows of another width hold: added after the others
@@ -203,7 +216,7 @@ def read_arrow_table(path: Path, data_start: int, end: int, header: list[str], i
                 found[unseen] = len(distinct) + pd.Index(added, dtype=object).get_indexer(extra[unseen])
                 distinct = np.concatenate([distinct, np.asarray(added, dtype=object)])
             found[~present] = -1
-            merged = np.empty(rows, dtype=np.intp)
+            merged = np.empty(rows, dtype=np.int32)
             merged[at_valid] = codes
             merged[positions] = found
             codes = merged
@@ -243,7 +256,7 @@ def _decode(parts: list, pa) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     codes = np.concatenate([
         (chunk.indices.fill_null(-1) if chunk.indices.null_count else chunk.indices).to_numpy(zero_copy_only=False)
-        for chunk in chunked.chunks]).astype(np.intp, copy=False)
+        for chunk in chunked.chunks])
     return np.asarray(dictionary.to_pylist(), dtype=object), codes
 
 

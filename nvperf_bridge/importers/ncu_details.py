@@ -31,6 +31,7 @@ from nvperf_bridge.importers.text import (
     parse_numbers,
     read_streamed_table,
     read_table,
+    same_text,
     table_at,
     tuple_product,
     unparsed,
@@ -260,7 +261,7 @@ def _from_coded(path: Path, table: dict[str, coded.Coded], n_rows: int, header_l
         if column in first_values:
             ident[target] = first_values[column]
     ident["kernel_id"] = list(launch_ids)
-    ident["source"] = str(path)
+    ident["source"] = same_text(n_launch, str(path))
     ident["source_row"] = first_lines
     for column, target in SHAPE.items():
         if column in shapes and target not in wide.columns:
@@ -284,7 +285,7 @@ def _launches(table: dict[str, coded.Coded]) -> tuple[np.ndarray, list[str]]:
     ids = table["ID"]
     pid = table.get("Process ID")
     several = pid is not None and len(np.unique(pid.codes[pid.codes >= 0])) > 1
-    key = (pid.codes + 1) * (len(ids.distinct) + 1) + ids.codes if several else ids.codes
+    key = (pid.codes.astype(np.int64) + 1) * (len(ids.distinct) + 1) + ids.codes if several else ids.codes
     launch_codes, keys = pd.factorize(key, sort=False)
     id_text = [str(ids.distinct[k % (len(ids.distinct) + 1)] if several else ids.distinct[k]) for k in keys]
     if several:
@@ -302,7 +303,7 @@ def _metric_names(table: dict[str, coded.Coded], launch_codes: np.ndarray) -> tu
     section = table.get("Section Name")
     if repeated.any() and section is not None:
         width = len(section.distinct) + 1
-        key = np.where(repeated, n_names + names.codes * width + (section.codes + 1), names.codes)
+        key = np.where(repeated, n_names + names.codes.astype(np.int64) * width + (section.codes + 1), names.codes)
     else:
         key = names.codes
     key_codes, keys = pd.factorize(key, sort=False)

@@ -26,6 +26,7 @@ import pandas as pd
 
 from nvperf_bridge.errors import InputError
 from nvperf_bridge.importers.base import Parsed
+from nvperf_bridge.importers.coded import FileRegion, NotPlain
 from nvperf_bridge.importers.canonical import to_parsed
 from nvperf_bridge.importers.sniff import Sniffed
 from nvperf_bridge.importers.text import (
@@ -34,6 +35,7 @@ from nvperf_bridge.importers.text import (
     TableStream,
     parse_numbers,
     read_table,
+    same_text,
     streamed_header,
     table_at,
     tuple_product,
@@ -225,7 +227,7 @@ def read_stream(path: Path, head: Head, found: Sniffed, raw_columns: frozenset[s
     for name, values in data.items():
         if isinstance(values, np.ndarray) and values.dtype == object:  # kept as Python objects, as the whole-text path keeps them
             data[name] = pd.Series(values, index=index, dtype=object, copy=False)
-    data["source"] = pd.Series(np.full(n, str(path), dtype=object), index=index, dtype=object, copy=False)
+    data["source"] = pd.Series(same_text(n, str(path)), index=index, dtype=object, copy=False)
     data["source_row"] = np.arange(first_line, first_line + n)
     for needed in ("kernel_id", "kernel_name"):
         blank = pd.isna(data[needed]).to_numpy() if needed in data else np.ones(n, dtype=bool)
@@ -359,7 +361,7 @@ def _arrow_columns(path: Path, start: int, file_header: list[str], header: list[
         import pyarrow.csv as pa_csv
     except ImportError:
         return None
-    if "ID" not in names or not _plain_bytes(path, start):
+    if "ID" not in names:
         return None
     numeric = [i for i, name in enumerate(names) if name not in IDENTITY and name not in SHAPE]
     # the first rows in the head say which columns hold numbers; the others are read as text first
@@ -381,6 +383,8 @@ def _arrow_columns(path: Path, start: int, file_header: list[str], header: list[
             read = _arrow_batches(path, start, file_header, header, types, has_units, len(numeric), row_of,
                                   size)
             break
+        except NotPlain:
+            return None  # carriage returns or NUL bytes: the whole-text path's to handle
         except pa.ArrowInvalid as exc:
             failed = _failed_column(str(exc), file_header)
             if failed is None or types.get(failed) != pa.float64():
@@ -432,8 +436,9 @@ def _arrow_batches(path: Path, start: int, file_header: list[str], header: list[
     storage = None
     n = 0
     pool = _arrow_pool()
-    with pa.OSFile(str(path)) as source:
-        source.seek(start)
+    # read through a stream that checks each block for carriage returns and NUL bytes (NotPlain): the file
+    # is read once, not scanned first
+    with FileRegion(path, start, path.stat().st_size) as source:
         reader = pa_csv.open_csv(
             source,
             read_options=pa_csv.ReadOptions(skip_rows=2 if has_units else 1, column_names=file_header,
@@ -448,7 +453,7 @@ def _arrow_batches(path: Path, start: int, file_header: list[str], header: list[
             m = batch.num_rows
             if storage is None or n + m > storage.shape[1]:
                 # rows expected from the bytes per row so far; grown (copied) only when wrong
-                done = max(1, source.tell())
+                done = max(1, source.tell() - start)
                 capacity = max(int((n + m) * size / done * 1.02) + 1024, 2 * n + m)
                 grown = np.empty((rows, capacity))
                 if storage is not None:
@@ -478,7 +483,8 @@ def _arrow_pool():
 
 
 def _plain_bytes(path: Path, start: int) -> bool:
-    """No carriage return and no NUL byte after ``start`` (those are the whole-text path's to handle)."""
+    """No carriage return and no NUL byte after ``start`` (those are the whole-text path's to handle). The raw
+    page checks its blocks as pyarrow reads them (``coded.FileRegion``); the nvprof trace reader scans first."""
     buffer = bytearray(1 << 22)  # one block, refilled in place: the file is scanned, never held
     with open(path, "rb", buffering=0) as fh:
         fh.seek(start)
