@@ -17,7 +17,8 @@ every 20 ms; see ``_WRAPPER``):
   (<= 2x ``python -c "import pandas"``), Markdown with figures (< 1 s) and a workbook (< 1.5 s).
 - json: ``analyze --format json`` vs a bare ``pandas.read_csv`` (C engine, every
   column) of the same files in a fresh process: ncu raw 100k (1.0x), ncu details
-  10k and old-layout 20k (1.5x), nvprof trace + metrics 1M (1.0x); RSS <= 1.5x input.
+  10k and old-layout 20k (1.5x), nvprof trace + metrics 1M (1.0x); RSS <= 1.5x input. The nvprof row's
+  note adds the analysis stage by stage in one fresh process (``trace_stages.py``).
 - models: every built-in model on 1M kernels (the raw frame tiled), in process: < 2 s
   (floor: reading the models' input columns once). One ``run_models`` call, as an analysis makes:
   the launch geometry is computed once (its own line) and the recommended estimate's Transit
@@ -418,7 +419,21 @@ def bench_analyze_json(kind: str, paths: list[Path], repeat: int, limit: float, 
                "bare read_csv (fresh process)", floor, limit_ratio=limit, rss=rss, input_bytes=size, rss_limit=1.5,
                note=f"JSON {fmt_b(out.stat().st_size)}; CPU {fmt_s(cpu)} = {cpu / floor_cpu:.2f}x read_csv's "
                     f"{fmt_s(floor_cpu)}; read_csv RSS {fmt_b(floor_rss)} ({floor_rss / size:.2f}x input)"
-                    f"{tree_note(cmd)}")
+                    f"{tree_note(cmd)}{trace_stages_note(paths, gpu) if kind == 'nvprof' else ''}")
+
+
+def trace_stages_note(paths: list[Path], gpu: str) -> str:
+    """``; stages ...``: the nvprof pair's analysis stage by stage in one fresh process (trace_stages.py),
+    CPU seconds and the peak RSS after the trace is read; '' when that run fails."""
+    done = subprocess.run([sys.executable, str(HERE / "trace_stages.py"), *map(str, paths), "--gpu", gpu, "--json"],
+                          capture_output=True, text=True)
+    try:
+        rows = json.loads(done.stdout)
+    except ValueError:
+        return ""
+    cpu = ", ".join(f"{row['stage']} {row['cpu_s']:.2f}" for row in rows)
+    peak = next((row["peak_mb"] for row in rows if row["stage"] == "read trace"), float("nan"))
+    return f"; stages in one process (trace_stages.py), CPU s: {cpu}; peak RSS after the trace read {peak:.0f} MB"
 
 
 def bench_models(raw: Path, n: int) -> tuple[Row, list[str]]:

@@ -81,3 +81,24 @@ def test_text_after_the_trace_goes_the_whole_text_way(realdata_dir: Path, tmp_pa
 def test_a_repeated_header_goes_the_whole_text_way(monkeypatch: pytest.MonkeyPatch) -> None:
     (part,), streamed = _both(FIX / "nvprof_trace_runs_appended.csv", monkeypatch)
     assert not streamed and part.info.kernels == 3
+
+
+@pytest.mark.parametrize("memcpy", ["late", "none"])
+def test_small_blocks_with_columns_empty_at_first_or_throughout(realdata_dir: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch, memcpy: str) -> None:
+    # pyarrow's reader leaves a number column untouched until its first value (memcpy's Size and Throughput
+    # on kernel rows) and holds a column without any value as one NaN: both give pandas' frame
+    lines = (realdata_dir / "magus" / "magus__traces_rodinia_lud.csv").read_text(encoding="utf-8").splitlines(True)
+    copies = [i for i, line in enumerate(lines) if "[CUDA memcpy" in line]
+    dropped = set(copies[:1] if memcpy == "late" else copies)
+    path = tmp_path / "trace.csv"
+    path.write_text("".join(line for i, line in enumerate(lines) if i not in dropped), encoding="utf-8")
+    monkeypatch.setattr(nvprof_trace, "ARROW_BLOCK", 512)  # a few rows per block
+    monkeypatch.setattr(nvprof_trace, "RELEASE_EVERY", 1)
+    read = []
+    original = nvprof_trace._arrow_table
+    monkeypatch.setattr(nvprof_trace, "_arrow_table", lambda *a, **k: read.append(original(*a, **k)) or read[-1])
+    (part,), streamed = _both(path, monkeypatch)
+    assert streamed and read[0] is not None, "pyarrow's reader read it"
+    assert part.info.kernels == len(lines) - 5 - len(copies)
+    assert any("memcpy" in entry for entry in part.info.skipped) == (memcpy == "late")

@@ -500,9 +500,10 @@ def finish(frame: pd.DataFrame, storage: np.ndarray | None = None,
         values = columns[name]
         if col.dtype == "str":
             present = values.notna()
-            text = values.astype(object).where(present, None)
-            if not _only_str(text.to_numpy()[present.to_numpy()]):  # texts are kept as they are
-                text[present] = values[present].astype(str)
+            every = bool(present.all())
+            text = values.astype(object) if every else values.astype(object).where(present, None)
+            if not _only_str(text.to_numpy() if every else text.to_numpy()[present.to_numpy()]):
+                text[present] = values[present].astype(str)  # texts are kept as they are
             columns[name] = text
         elif name == "source_row":
             columns[name] = pd.to_numeric(values, errors="coerce").astype("Int64")

@@ -215,7 +215,8 @@ def _from_table(path: Path, raw: pd.DataFrame, units: list[str] | None, header_l
         if found_unit is None:
             unknown.add(unit)
             found_unit = (1.0, "?")
-        frame[column] = numbers * found_unit[0] if found_unit[0] != 1.0 else numbers  # x * 1.0 is x
+        # x * 1.0 is x, and a column without values stays one (no million NaNs made for it)
+        frame[column] = numbers * found_unit[0] if found_unit[0] != 1.0 and numbers.notna().any() else numbers
         kinds[column] = found_unit[1]
     if unknown:
         info.notes.append(f"unknown units kept unconverted: {', '.join(sorted(unknown))}")
@@ -350,6 +351,9 @@ def _split_usual(names: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]] 
 # ---- pyarrow's CSV reader (a runtime dependency; pandas' C parser where it cannot be imported) ---------
 
 ARROW_BLOCK = 1 << 22  # bytes per block of pyarrow's streaming reader: one block's names are held at a time
+# blocks between returns of pyarrow's freed buffers to the system: jemalloc keeps them a while otherwise
+# (1M-launch trace: the read's peak 575 -> 525 MB)
+RELEASE_EVERY = 8
 
 
 def _arrow_table(path: Path, head: Head, start: int,
@@ -383,6 +387,7 @@ def _arrow_table(path: Path, head: Head, start: int,
     texts: dict[str, list] = {name: [] for name in names if name in _TEXT_COLUMNS and name != "Name"}
     # the numbers go straight into one block, a row per column, sized from the rows of the head
     storage = np.empty((len(numeric), _rows_expected(path, head, start, table.start)))
+    filled: set[int] = set()  # the storage rows of columns with a value so far
     n = 0
     split = _ArrowNames()
     pool = _arrow_pool()
@@ -410,11 +415,19 @@ def _arrow_table(path: Path, head: Head, start: int,
                     grown[:, :n] = storage[:, :n]
                     storage = grown
                 for row, name in enumerate(numeric):
-                    storage[row, n:n + m] = batch.column(name).to_numpy(zero_copy_only=False)  # nulls: NaN
+                    column = batch.column(name)
+                    if column.null_count == m and row not in filled:
+                        continue  # no value yet (memcpy's Size on kernel rows): the row is not touched
+                    if row not in filled:  # its first value: the rows before it are missing
+                        storage[row, :n] = np.nan
+                        filled.add(row)
+                    storage[row, n:n + m] = column.to_numpy(zero_copy_only=False)  # nulls: NaN
                 n += m
                 for name, chunks in texts.items():
                     chunks.append(batch.column(name))
                 split.add(batch.column("Name"))
+                if split.blocks % RELEASE_EVERY == 0:
+                    pool.release_unused()  # the blocks' freed buffers go back now, not at the end
     except pa.ArrowInvalid:
         return None  # ragged, text after the table, words in a number column, not UTF-8: pandas' path
     finally:
@@ -426,16 +439,20 @@ def _arrow_table(path: Path, head: Head, start: int,
     index = pd.RangeIndex(split.rows)
     for name in names:
         if name in numeric:
-            columns[name] = storage[numeric.index(name), :n]
+            row = numeric.index(name)
+            columns[name] = storage[row, :n] if row in filled else _missing(n)
         elif name in texts:
             columns[name] = pd.Series(_arrow_objects(pa.chunked_array(texts.pop(name), type=pa.string())),
                                       index=index, dtype=text_dtype, copy=False)
     frame = pd.DataFrame(columns, index=index, copy=False)  # the block's rows as they are, no copy
-    return frame, split.result(), lambda raw, keep: _kept_rows(raw, keep, storage[:, :n], numeric)
+    empty = frozenset(name for row, name in enumerate(numeric) if row not in filled)
+    return frame, split.result(), lambda raw, keep: _kept_rows(raw, keep, storage[:, :n], numeric, empty)
 
 
-def _kept_rows(raw: pd.DataFrame, keep: np.ndarray, storage: np.ndarray, numeric: list[str]) -> pd.DataFrame:
-    """``raw.loc[keep]`` for a frame whose ``numeric`` columns are the rows of ``storage`` (``_arrow_table``):
+def _kept_rows(raw: pd.DataFrame, keep: np.ndarray, storage: np.ndarray, numeric: list[str],
+               empty: frozenset[str]) -> pd.DataFrame:
+    """``raw.loc[keep]`` for a frame whose ``numeric`` columns are the rows of ``storage`` (``_arrow_table``;
+    ``empty``: those without any value, held as ``_missing``):
     those rows' kept values are moved down in place, a million-row column at a time, instead of a copy of
     every column. ``raw`` is used up: its numbers are overwritten and its columns removed."""
     index = raw.index[keep]
@@ -443,6 +460,9 @@ def _kept_rows(raw: pd.DataFrame, keep: np.ndarray, storage: np.ndarray, numeric
     columns: dict[str, object] = {}
     for name in raw.columns:
         if name in numeric:
+            if name in empty:  # a column without values (_missing)
+                columns[name] = _missing(count)
+                continue
             row = storage[numeric.index(name)]
             row[:count] = row[keep]
             columns[name] = row[:count]
@@ -451,6 +471,11 @@ def _kept_rows(raw: pd.DataFrame, keep: np.ndarray, storage: np.ndarray, numeric
     for name in list(raw.columns):
         del raw[name]  # its text columns and line numbers (a million rows each) are not held any longer
     return pd.DataFrame(columns, index=index, copy=False)
+
+
+def _missing(n: int) -> np.ndarray:
+    """``n`` missing numbers that take no memory (one NaN seen ``n`` times, read-only)."""
+    return np.broadcast_to(np.float64(np.nan), (n,))
 
 
 def _rows_expected(path: Path, head: Head, start: int, table_start: int) -> int:
@@ -484,6 +509,7 @@ class _ArrowNames:
         self.suffix: list[np.ndarray] = []
         self.missing: list[np.ndarray] = []
         self.rows = 0
+        self.blocks = 0
 
     def add(self, name) -> None:
         import pyarrow as pa
@@ -502,11 +528,13 @@ class _ArrowNames:
         texts: list[str] = []
         suffix = np.empty(m, dtype=object)
         if ok.any():
-            kept = pa.array(ok)
-            encoded = pc.dictionary_encode(head.filter(kept))
+            if not ok.all():  # a block of usual names alone (most blocks) needs no copy of them
+                kept = pa.array(ok)
+                head, tail = head.filter(kept), tail.filter(kept)
+            encoded = pc.dictionary_encode(head)
             texts = encoded.dictionary.to_pylist()
             local[usual] = encoded.indices.to_numpy()
-            suffix[usual] = pc.utf8_slice_codeunits(tail.filter(kept), 0, -1).to_numpy(zero_copy_only=False)
+            suffix[usual] = pc.utf8_slice_codeunits(tail, 0, -1).to_numpy(zero_copy_only=False)
         other = ~usual & ~missing
         if other.any():
             encoded = pc.dictionary_encode(name.filter(pa.array(other)))
@@ -527,6 +555,7 @@ class _ArrowNames:
         self.suffix.append(suffix)
         self.missing.append(missing)
         self.rows += m
+        self.blocks += 1
 
     def result(self) -> NameSplit:
         distinct = np.empty(len(self.ids), dtype=object)

@@ -182,10 +182,12 @@ def occupancy_limiter(values: dict[str, float], gpu: Any) -> str:
         return "unrecorded" if math.isfinite(theoretical_given) and theoretical_given < 0.999 else "none"
     # the per-resource block limits of the occupancy calculator (allocation granularity and the
     # compute capability's rules included); a resource the file does not record is left out
-    from nvperf_bridge.occupancy import LIMIT_INVALID, limits_for_profile, occupancy
+    from nvperf_bridge.occupancy import LIMIT_INVALID, limits_for_profile, occupancy_arrays
 
-    occ = occupancy([threads], [values.get("registers_per_thread", float("nan"))],
-                    [values.get("shared_mem_per_block_bytes", float("nan"))], limits_for_profile(gpu)).iloc[0]
+    # the calculator's arrays for this one launch (no frame made per group)
+    occ = {column: values[0] for column, values in occupancy_arrays(
+        [threads], [values.get("registers_per_thread", float("nan"))],
+        [values.get("shared_mem_per_block_bytes", float("nan"))], limits_for_profile(gpu)).items()}
     if occ["occupancy_limiter"] == LIMIT_INVALID:
         return "none"
     limits = {name: float(occ[column]) for name, column in CALCULATOR_LIMITS.items()

@@ -369,9 +369,16 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
     # where a model's required input was derived from the measured time, its prediction is not
     # compared with that time (vote_weights masks the same rows)
     leak_of = {mid: analysis.time_derived_inputs(run).to_numpy(dtype=bool) for mid, run in runs.items()}
+    reviewed = groups.table["group"][:limit]
+    in_review = np.isin(code, reviewed.to_numpy())
+    # each model's label per group (the one covering most of the group's time among its predicted rows) and
+    # its vote's label (among the rows it votes on): one group-by per model over every reviewed row instead
+    # of two per group and model
+    label_of = {mid: _top_labels(code, lab_of[mid], rt, in_review & ~np.isnan(pred_of[mid])) for mid in runs}
+    vote_of = {mid: _top_labels(code, lab_of[mid], rt, in_review & (w_of[mid] > 0)) for mid in runs}
     out: list[dict] = []
     votes: list[tuple] = []  # per group: its vote, labels and measured view, decided together below
-    for group in groups.table["group"][:limit]:
+    for group in reviewed:
         at = np.flatnonzero(code == group)
         tally: dict[str, float] = {}
         count: dict[str, int] = {}
@@ -380,7 +387,7 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
         m_g, l_g, rt_g = meas[at], lau[at], rt[at]
         has_measured = bool((~np.isnan(m_g)).any())
         for mid in runs:
-            w, lab, pred = w_of[mid][at], lab_of[mid][at], pred_of[mid][at]
+            w, pred = w_of[mid][at], pred_of[mid][at]
             has_pred = ~np.isnan(pred)
             leaked = leak_of[mid][at]
             if (has_pred & leaked).any():
@@ -392,8 +399,7 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
             if not has_pred.any():
                 continue
             # the model's label for the group: the one covering most of the group's time
-            by_label = pd.Series(rt_g[has_pred]).groupby(lab[has_pred]).sum()
-            model_labels[mid] = str(by_label.idxmax())
+            model_labels[mid] = label_of[mid][group]
             # and its own state (the paper's label, the recommended estimate's dominant term) on the longest row
             longest = at[np.flatnonzero(has_pred)[np.argmax(rt_g[has_pred])]]
             state = state_of[mid].iloc[longest]
@@ -401,8 +407,7 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
             voted = (w > 0)
             if not voted.any():
                 continue
-            vote = pd.Series(rt_g[voted]).groupby(lab[voted]).sum()
-            label = str(vote.idxmax())
+            label = vote_of[mid][group]
             tally[label] = tally.get(label, 0.0) + float(w[voted].mean())
             count[label] = count.get(label, 0) + 1
         judged = any(model_labels.get(mid, "unknown") != "unknown" for mid, _ in accurate)
@@ -426,6 +431,16 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
                    nsight_view=outcome.view, disagree=bool(outcome.disagree),
                    basis=_decided_basis(outcome, row, analysis))
     return pd.DataFrame(out, columns=columns)
+
+
+def _top_labels(group_of: np.ndarray, labels: np.ndarray, time: np.ndarray, rows: np.ndarray) -> dict[Any, str]:
+    """Per group, the label whose ``rows`` hold most of ``time`` (the first such label in sorted order on a
+    tie; rows without a label do not count), as ``pd.Series(time).groupby(labels).sum().idxmax()`` of each
+    group's rows gives it: the same sums in the same row order."""
+    if not rows.any():
+        return {}
+    sums = pd.Series(time[rows]).groupby([group_of[rows], labels[rows]]).sum()
+    return {group: str(label) for group, (_, label) in sums.groupby(level=0).idxmax().items()}
 
 
 def _decided_basis(outcome: Any, group: dict, analysis: Any) -> str:
