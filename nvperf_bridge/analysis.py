@@ -415,8 +415,12 @@ def _one_run(mid: str, kernels: pd.DataFrame, gpu: GpuProfile, registry: Registr
 # numpy, scipy and BLAS work that releases the interpreter lock) is evaluated in a thread of its own while
 # the other models run in this one, where a core is free for it (``_core_free``): its time is then hidden
 # behind theirs. Each model's values are its own computation either way (evaluate is pure; the run's
-# shared caches take a lock); only when it is computed changes.
-BESIDE_ROWS = 10_000
+# shared caches take a lock); only when it is computed changes. The thread costs memory: Kerr's
+# temporaries then live at the same time as another model's (on a 100k-launch ncu raw page, peak RSS
+# 666 MB with the thread against 588 MB without, and no wall time measurably saved: Kerr takes about
+# 0.1 s there), so it starts only where Kerr's time is worth hiding (1M kernels: 1.1 s of Kerr hidden,
+# all models 1.86 s; benchmarks/RESULTS.md run L).
+BESIDE_ROWS = 250_000
 
 
 def _core_free() -> bool:

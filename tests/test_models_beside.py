@@ -23,12 +23,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import generate  # noqa: E402
 
 
+ROWS = 10_000  # a frame past this threshold, patched in: the threaded path on a frame the suite affords
+
+
+@pytest.fixture(autouse=True)
+def small_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(analysis, "BESIDE_ROWS", ROWS)
+
+
 @pytest.fixture(scope="module")
 def large(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
-    """A generated ncu raw page of 400 launches tiled past BESIDE_ROWS, every launch its own kernel id."""
+    """A generated ncu raw page of 400 launches tiled past ROWS, every launch its own kernel id."""
     (path,) = generate.generate("ncu-raw", 400, tmp_path_factory.mktemp("beside"), seed=11)
     base = read_profiles([path]).kernels
-    reps = -(-analysis.BESIDE_ROWS // len(base)) + 1
+    reps = -(-ROWS // len(base)) + 1
     frame = pd.concat([base] * reps, ignore_index=True)
     frame["kernel_id"] = np.arange(len(frame)).astype(str).astype(object)
     return frame
