@@ -117,20 +117,35 @@ def distinct_objects(values: np.ndarray, limit: int = 1024) -> tuple[np.ndarray,
     return where, distinct, objects
 
 
+def factorize_by_identity(array: np.ndarray, most: int, use_na_sentinel: bool = True
+                          ) -> tuple[np.ndarray, np.ndarray] | None:
+    """``pd.factorize(array, use_na_sentinel=...)`` (codes in order of first appearance, the distinct
+    values) of an object array, its rows first told apart by object identity: a text column that refers
+    to a few string objects (the C parser makes one per distinct name and chunk; an importer one per
+    distinct kernel name) is factorized by text on those objects only, where pandas would hash every
+    row's whole string. Equal strings at different addresses get one code. None where the addresses
+    cannot be read (``addresses``) or the array holds more than ``most`` distinct objects."""
+    where = addresses(array)
+    if where is None or not len(where):
+        return None
+    id_codes, ids = pd.factorize(where)  # in order of first appearance of each address
+    if len(ids) > most:
+        return None
+    row_of = np.empty(len(ids), dtype=np.intp)
+    row_of[id_codes] = np.arange(len(where))  # a row holding each distinct object (which one does not matter)
+    # the objects in order of first appearance, so the texts' codes are too
+    codes, distinct = pd.factorize(array[row_of], use_na_sentinel=use_na_sentinel)
+    return codes[id_codes], distinct
+
+
 def factorize_text(values: pd.Series) -> np.ndarray:
-    """``pd.factorize(values, use_na_sentinel=False)[0]`` (codes in order of first appearance) of a text
-    column, by the addresses of its objects where it holds few: a kernel-name column refers to a few
-    string objects (the C parser makes one per distinct name and chunk), and hashing the addresses is
-    far cheaper than hashing every string. Equal strings at different addresses get one code."""
+    """``pd.factorize(values, use_na_sentinel=False)[0]`` of a text column, by the addresses of its
+    objects where it holds few (``factorize_by_identity``)."""
     array = getattr(values.array, "_ndarray", None)  # pandas' python-backed strings, or object
-    where = addresses(array) if isinstance(array, np.ndarray) else None
-    if where is not None and len(where):
-        codes, distinct = pd.factorize(where)  # in order of first appearance of each address
-        if len(distinct) <= max(1024, len(where) // 8):
-            # the objects at the addresses, in that order: the first address of each value comes first
-            objects = np.empty(len(distinct), dtype=object)
-            objects[:] = [ctypes.cast(int(address), ctypes.py_object).value for address in distinct]
-            return pd.factorize(objects, use_na_sentinel=False)[0][codes]
+    if isinstance(array, np.ndarray):
+        found = factorize_by_identity(array, max(1024, len(array) // 8), use_na_sentinel=False)
+        if found is not None:
+            return found[0]
     return pd.factorize(values, use_na_sentinel=False)[0]
 
 

@@ -434,19 +434,11 @@ def factorize_text(values: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarr
     object identity (``id``, an integer per row) and only the distinct objects are factorized by text.
     The same answer for any column; a column of all different objects only pays the identity pass.
     """
+    from nvperf_bridge.labels import factorize_by_identity
+
     array = values.to_numpy(dtype=object) if isinstance(values, pd.Series) else np.asarray(values, dtype=object)
-    n = len(array)
-    if n < FACTORIZE_BY_IDENTITY_FROM:
-        return pd.factorize(array)
-    # every object of the column is alive while it is held here, so no two of them share an id
-    id_codes, ids = pd.factorize(np.fromiter(map(id, array), dtype=np.uint64, count=n))
-    if len(ids) > n // 2:
-        return pd.factorize(array)
-    row_of = np.empty(len(ids), dtype=np.intp)
-    row_of[id_codes] = np.arange(n)  # a row holding each distinct object (which one does not matter)
-    # ids are numbered by first appearance, so the texts' codes are too
-    codes, distinct = pd.factorize(array[row_of])
-    return codes[id_codes], distinct
+    found = factorize_by_identity(array, len(array) // 2) if len(array) >= FACTORIZE_BY_IDENTITY_FROM else None
+    return found if found is not None else pd.factorize(array)
 
 
 def _short_one(name: str) -> str:
