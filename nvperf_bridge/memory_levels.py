@@ -55,7 +55,7 @@ def served_fractions(kernels: pd.DataFrame, sectors: pd.Series) -> dict[str, pd.
     same sectors (bit for bit) are computed once: Hong-Kim, Kothapalli, Luo-Suda and the recommended
     estimate ask for them with the sectors each computes itself, usually the same. The Series returned
     are then shared between the callers, which only read them (speed only)."""
-    from nvperf_bridge.model import _index_key, memory_key, run_value
+    from nvperf_bridge.model import index_key, memory_key, run_value
 
     columns = [kernels[name].to_numpy(copy=False) for name in _READS if name in kernels.columns]
     given = sectors.to_numpy(copy=False) if isinstance(sectors, pd.Series) else None
@@ -64,7 +64,7 @@ def served_fractions(kernels: pd.DataFrame, sectors: pd.Series) -> dict[str, pd.
         return _served_fractions(kernels, sectors)
     # the run's earlier answers for these rows: (sectors' bits, fractions), compared bit for bit
     key = ("served_fractions", *[(name in kernels.columns) for name in _READS],
-           *[memory_key(values) for values in columns], *_index_key(kernels.index))
+           *[memory_key(values) for values in columns], *index_key(kernels.index))
     earlier: list[tuple[np.ndarray, dict[str, pd.Series]]] = run_value(key, columns, list)
     bits = given.view(np.uint64)
     for held, fractions in earlier:

@@ -185,10 +185,10 @@ def empty_result(kernels: pd.DataFrame) -> pd.DataFrame:
     model's result (a shallow copy: pandas' copy-on-write copies a column before anything writes
     to it); most are replaced by the model, and a million-kernel column is 8 MB of new memory."""
     index = kernels.index
-    return run_value(("empty_result", *_index_key(index)), [index], lambda: _empty_result(index)).copy(deep=False)
+    return run_value(("empty_result", *index_key(index)), [index], lambda: _empty_result(index)).copy(deep=False)
 
 
-def _index_key(index: pd.Index) -> tuple:
+def index_key(index: pd.Index) -> tuple:
     """What a run's shared column is keyed on for its index: a RangeIndex by its range (each model gets
     its own shallow copy of the frame, whose index may be a new object), any other by identity."""
     if isinstance(index, pd.RangeIndex):
@@ -244,7 +244,7 @@ def constant_column(value: Any, index: pd.Index, dtype: str | None = None) -> pd
     # keyed on the dtype the column gets and the value's bits (as keys NaN == NaN fails and 0.0 == -0.0 holds)
     kind = "str" if isinstance(value, str) else np.asarray(value).dtype.str
     bits = value if isinstance(value, str) else np.asarray(value).tobytes()
-    shared = run_value(("constant", kind, dtype, bits, *_index_key(index)), [index], make)
+    shared = run_value(("constant", kind, dtype, bits, *index_key(index)), [index], make)
     return shared.copy(deep=False)  # the caller's own Series object (a name set on it stays its own)
 
 
