@@ -31,7 +31,8 @@ def release_free_memory() -> None:
 
 
 def _arrow_pools(arrow) -> list:
-    """pyarrow's default pool and its jemalloc pool (``ncu_raw`` reads with it), where they exist."""
+    """pyarrow's default pool and its jemalloc pool (the importers read with it: ``importers.arrow_csv``), where
+    they exist."""
     pools = []
     for name in ("default_memory_pool", "jemalloc_memory_pool"):
         try:

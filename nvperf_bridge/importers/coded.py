@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from nvperf_bridge.importers.arrow_csv import FileRegion, NotPlain, csv_reader
+from nvperf_bridge.importers.arrow_csv import memory_pool as _pool
 
 @dataclass
 class Coded:
@@ -55,50 +57,6 @@ BLOCK = 1 << 20  # bytes per block of the reader: a block at a time is held, nev
 # measured 201 MB more peak RSS than 1 MB ones on a 153 MB details file: the freed blocks stay in the heap)
 # a table ends at a blank line, a ``==`` line or a line without a comma (text.table_at's rule, on bytes)
 _TABLE_END = re.compile(rb"\n(?=[ \t]*\n|[ \t]*$|==|[^,\n]*(?:\n|$))")
-
-
-class FileRegion:
-    """File bytes ``start`` to ``end`` as a binary stream for pyarrow's reader; a carriage return or NUL byte
-    in them raises ``NotPlain`` (the whole-text path normalises those) as the block that holds it is read."""
-
-    def __init__(self, path: Path, start: int, end: int) -> None:
-        self._fh = open(path, "rb")
-        self._fh.seek(start)
-        self._left = end - start
-        self.closed = False
-
-    def __enter__(self) -> "FileRegion":
-        return self
-
-    def __exit__(self, *_exc) -> None:
-        self.close()
-
-    def tell(self) -> int:
-        """The file offset read up to."""
-        return self._fh.tell()
-
-    def read(self, size: int = -1) -> bytes:
-        if size < 0 or size > self._left:
-            size = self._left
-        block = self._fh.read(size)
-        self._left -= len(block)
-        if block.find(b"\r") >= 0 or block.find(b"\x00") >= 0:
-            raise NotPlain()
-        return block
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        self._fh.close()
-        self.closed = True
-
-
-class NotPlain(Exception):
-    """The bytes hold a carriage return or a NUL byte."""
 
 
 def table_end(path: Path, data_start: int, tail_bytes: int) -> int | None:
@@ -140,11 +98,10 @@ def read_arrow_table(path: Path, data_start: int, end: int, header: list[str], i
     line or a line without a comma (the table would end there), a ``==`` line, a row wider than the header,
     the header again, carriage returns or NUL bytes, bytes that are not UTF-8, a value with a line break.
     """
-    try:
-        import pyarrow as pa
-        import pyarrow.csv as pa_csv
-    except ImportError:
+    reader_modules = csv_reader()
+    if reader_modules is None:
         return None
+    pa, pa_csv = reader_modules
     names = header[:width]
     read_names = [name for name in names if name in include]
     other: list[tuple[int, str]] = []
@@ -267,11 +224,3 @@ def modal_width(rows: list[list[str]]) -> int | None:
     counts = Counter(len(row) for row in rows)
     return max(counts, key=lambda width: (counts[width], width))
 
-
-def _pool():
-    import pyarrow as pa
-
-    try:
-        return pa.jemalloc_memory_pool()
-    except (NotImplementedError, pa.ArrowNotImplementedError):
-        return pa.default_memory_pool()

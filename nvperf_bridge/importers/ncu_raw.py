@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge.errors import InputError
+from nvperf_bridge.importers.arrow_csv import FileRegion, NotPlain, csv_reader, memory_pool
 from nvperf_bridge.importers.base import Parsed
-from nvperf_bridge.importers.coded import FileRegion, NotPlain
 from nvperf_bridge.importers.canonical import to_parsed
 from nvperf_bridge.importers.sniff import Sniffed
 from nvperf_bridge.importers.text import (
@@ -356,11 +356,10 @@ def _arrow_columns(path: Path, start: int, file_header: list[str], header: list[
     fields after it), ragged rows, a launch without an ID, carriage returns, NUL bytes or bytes that are
     not UTF-8 return None (pandas' path and the whole-text path handle those).
     """
-    try:
-        import pyarrow as pa
-        import pyarrow.csv as pa_csv
-    except ImportError:
+    reader_modules = csv_reader()
+    if reader_modules is None:
         return None
+    pa = reader_modules[0]
     if "ID" not in names:
         return None
     numeric = [i for i, name in enumerate(names) if name not in IDENTITY and name not in SHAPE]
@@ -435,7 +434,7 @@ def _arrow_batches(path: Path, start: int, file_header: list[str], header: list[
     pieces: dict[str, list] = {raw_name: [] for raw_name in header if types[raw_name] != pa.float64()}
     storage = None
     n = 0
-    pool = _arrow_pool()
+    pool = memory_pool()
     # read through a stream that checks each block for carriage returns and NUL bytes (NotPlain): the file
     # is read once, not scanned first
     with FileRegion(path, start, path.stat().st_size) as source:
@@ -469,32 +468,6 @@ def _arrow_batches(path: Path, start: int, file_header: list[str], header: list[
     texts = {raw_name: pa.chunked_array(parts, type=pa.string()) for raw_name, parts in pieces.items()}
     pool.release_unused()  # the parser's block buffers go back to the system, not held for later
     return storage[:, :n], texts, n
-
-
-def _arrow_pool():
-    """jemalloc where pyarrow has it: it returns freed blocks to the system (measured at 100k launches:
-    peak 398 MB against 550 MB with mimalloc and 779 MB with the system allocator)."""
-    import pyarrow as pa
-
-    try:
-        return pa.jemalloc_memory_pool()
-    except (NotImplementedError, pa.ArrowNotImplementedError):
-        return pa.default_memory_pool()
-
-
-def _plain_bytes(path: Path, start: int) -> bool:
-    """No carriage return and no NUL byte after ``start`` (those are the whole-text path's to handle). The raw
-    page checks its blocks as pyarrow reads them (``coded.FileRegion``); the nvprof trace reader scans first."""
-    buffer = bytearray(1 << 22)  # one block, refilled in place: the file is scanned, never held
-    with open(path, "rb", buffering=0) as fh:
-        fh.seek(start)
-        while True:
-            got = fh.readinto(buffer)
-            if not got:
-                return True
-            block = buffer if got == len(buffer) else buffer[:got]  # a copy only for the last, short block
-            if block.find(b"\r") >= 0 or block.find(b"\x00") >= 0:
-                return False
 
 
 def _first_rows(head: str, has_units: bool, limit: int = 200) -> list[list[str]]:

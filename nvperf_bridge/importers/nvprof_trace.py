@@ -371,15 +371,15 @@ def _arrow_table(path: Path, head: Head, start: int,
     length stops pyarrow), ragged rows, quoted newlines, carriage returns, NUL bytes, bytes that are not
     UTF-8, a row without a name (a blank line reads so), or no rows.
     """
-    try:
-        import pyarrow as pa
-        import pyarrow.csv as pa_csv
-    except ImportError:
+    from nvperf_bridge.importers.arrow_csv import csv_reader, memory_pool, plain_bytes
+
+    reader_modules = csv_reader()
+    if reader_modules is None:
         return None
-    from nvperf_bridge.importers.ncu_raw import _arrow_pool, _plain_bytes
+    pa, pa_csv = reader_modules
 
     table = streamed_header(head, start, lambda *_: has_units)
-    if table is None or "Name" not in table.names or not _plain_bytes(path, table.start):
+    if table is None or "Name" not in table.names or not plain_bytes(path, table.start):
         return None
     names = table.names
     types = {name: pa.string() if name in _TEXT_COLUMNS else pa.float64() for name in names}
@@ -390,7 +390,7 @@ def _arrow_table(path: Path, head: Head, start: int,
     filled: set[int] = set()  # the storage rows of columns with a value so far
     n = 0
     split = _ArrowNames()
-    pool = _arrow_pool()
+    pool = memory_pool()
     try:
         with pa.OSFile(str(path)) as source:
             source.seek(table.start)
