@@ -265,6 +265,36 @@ def _fp64_by_instructions(terms: pd.DataFrame, values: dict[str, float]) -> pd.D
     return terms
 
 
+def unseen_read_requests(kernels: pd.DataFrame, gpu: Any) -> pd.Series:
+    """Read requests the global-load count does not see, per warp per wave, each at the latency of the level that served
+    its reads (ns at one cycle of DRAM latency): the sectors L2 served to reads beyond the global loads' own
+    (``l2_read_bytes`` / 32 - global load sectors: texture, constant and local fetches through L1/TEX, which nvprof's
+    gld_request does not count) as coalesced requests of the profile's ``coalesced_sectors_per_request`` sectors (the
+    count hong-kim's ``l2_reads=memory-warps`` EXTENSION adds), weighted f_dram + 0.48 f_l2 by the DRAM share of the
+    L2's read sectors. 0 where ``l2_read_bytes`` was not collected."""
+    from nvperf_bridge.builtin_plugins.recommended import L2_HIT_LATENCY_RATIO
+    from nvperf_bridge.counters import global_sectors
+    from nvperf_bridge.model import column_or_nan
+
+    ld, _, _ = global_sectors(kernels, gpu)
+    l2_read = column_or_nan(kernels, "l2_read_bytes")
+    unseen = (l2_read / 32.0 - ld.fillna(0.0)).clip(lower=0.0)
+    per_request = float(gpu.get("coalesced_sectors_per_request", 4.0))
+    requests = np.minimum((unseen / per_request).fillna(0.0),
+                          (_column(kernels, "inst_executed") - _column(kernels, "inst_global_ld")
+                           - _column(kernels, "inst_global_st")).clip(lower=0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f_dram = (column_or_nan(kernels, "dram_read_bytes") / l2_read).clip(lower=0.0, upper=1.0).fillna(1.0)
+    return _per_warp_per_wave(kernels, gpu, requests) * (f_dram + L2_HIT_LATENCY_RATIO * (1.0 - f_dram))
+
+
+def _unseen_in_memlat(terms: pd.DataFrame, values: dict[str, float]) -> pd.DataFrame:
+    """The memory-latency term counts the unseen read requests (texture/constant fetches) too."""
+    terms = terms.copy()
+    terms["memlat"] = terms["memlat"].fillna(0.0) + terms["unseen_memlat"].fillna(0.0)
+    return terms
+
+
 SHARED_IN_CHAIN = {"transform": _shared_in_chain,
                    "columns": {"shared_instructions": shared_instructions, "shared_at_latency": shared_instructions_at_latency}}
 
@@ -340,6 +370,9 @@ CANDIDATES = [
               **SHARED_IN_CHAIN),
     Candidate("sharedlat+chain", "sharedlat, and the latency and memory-latency terms added in one chain",
               transform=lambda t, v: _chain(_shared_in_chain(t, v), v), columns=SHARED_IN_CHAIN["columns"]),
+    Candidate("unseenreq", "the memory-latency term counts read requests the global-load count does not see (L2 read "
+              "sectors beyond the global loads', as coalesced requests, hong-kim's l2_reads=memory-warps count)",
+              transform=_unseen_in_memlat, columns={"unseen_memlat": unseen_read_requests}),
     Candidate("fp64chain", "FP64 instructions at their pipe interval in the dependent chain (32 threads / FP64 results "
               "per clock per scheduler: 32 cycles on compute 6.1)", transform=_fp64_in_chain,
               columns={"fp64_instructions": fp64_warp_instructions, "fp64_at_interval": fp64_warp_instructions_at_interval}),
@@ -542,6 +575,22 @@ def screen(candidate: Candidate, kernels: pd.DataFrame, gpu: Any, seeds: int, lo
     return line
 
 
+def magus_corpus() -> tuple[pd.DataFrame, Any] | None:
+    """The timed kernels of ../shared/realdata/magus-corpus and their GPU profile (None, said on stderr, when the
+    folder is absent)."""
+    from nvperf_bridge.analysis import choose_gpu
+    from nvperf_bridge.calibration import measured_ns
+    from nvperf_bridge.discovery import read_inputs
+
+    corpus = REALDATA / "magus-corpus"
+    if not corpus.is_dir():
+        print(f"{corpus}: not found (the real data sits beside the repository)", file=sys.stderr)
+        return None
+    kernels = read_inputs(sorted(f for f in corpus.iterdir() if f.suffix == ".csv")).kernels
+    kernels = kernels[measured_ns(kernels).notna()]
+    return kernels, choose_gpu(kernels, None)[0]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", action="append", help="candidate name (repeatable); the shipped form is always run")
@@ -569,13 +618,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted((set(args.only or ()) | set((args.nested or "").split(",")) - {""}) - known)
     if unknown:
         parser.error(f"no candidate {unknown[0]!r}; --list shows them")
-    corpus = REALDATA / "magus-corpus"
-    if not corpus.is_dir():
-        print(f"{corpus}: not found (the real data sits beside the repository)", file=sys.stderr)
+    loaded = magus_corpus()
+    if loaded is None:
         return 1
-    kernels = read_inputs(sorted(f for f in corpus.iterdir() if f.suffix == ".csv")).kernels
-    kernels = kernels[measured_ns(kernels).notna()]
-    gpu, _ = choose_gpu(kernels, None)
+    kernels, gpu = loaded
     amaris: list[tuple[str, pd.DataFrame, Any]] = []
     folder = REALDATA / "amaris-kepler-maxwell"
     if not args.no_amaris and folder.is_dir():
