@@ -141,6 +141,25 @@ def _real_2025(realdata_dir: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
+def _metric_rows(rows: list[str]) -> list[str]:
+    """The rows that end early (ncu's metric rows: 16 fields under the 20-column header)."""
+    import csv
+
+    return [row for row in rows if len(next(csv.reader([row]))) < 20]
+
+
+def _without_metric_name(rows: list[str], at: int) -> list[str]:
+    """``rows`` with the metric name (field 13) of row ``at`` made empty, as ncu leaves it on a rule row."""
+    import csv
+    import io
+
+    fields = next(csv.reader([rows[at]]))
+    fields[12] = ""
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerow(fields)
+    return rows[:at] + [out.getvalue()] + rows[at + 1:]
+
+
 @pytest.mark.parametrize("edit, arrow", [
     (lambda rows: rows[:5] + ["\n"] + rows[5:], False),  # a blank line: the table ends there
     (lambda rows: rows[:5] + ["==PROF== Connected to process 2\n"] + rows[5:], False),
@@ -151,8 +170,10 @@ def _real_2025(realdata_dir: Path) -> str:
     (lambda rows: rows[:5] + [_fields(rows[5], 8)] + rows[5:], True),  # a short row, padded as pandas pads it
     (lambda rows: rows + ["==PROF== Disconnected from process 2\n"], True),
     (lambda rows: rows, True),
+    (lambda rows: _without_metric_name(_metric_rows(rows), 5), True),  # a row without a metric name among rows
+    # that all end before the rule columns: a rule row whose rule columns are missing
 ], ids=["blank line", "banner", "line without comma", "row too wide", "line break in a value", "no ID",
-        "short row", "banner after", "as written"])
+        "short row", "banner after", "as written", "rule row as short as the rest"])
 def test_rows_pyarrow_leaves_to_pandas(realdata_dir: Path, tmp_path: Path, monkeypatch, edit, arrow: bool) -> None:
     """Rule rows (every column) among metric rows (ending early) are read by pyarrow's reader; anything it
     would read otherwise than pandas' parser (where the table ends, a row wider than the header, a value

@@ -10,7 +10,6 @@ row), giving what pandas' C parser gives for the same rows, or None where it can
 
 from __future__ import annotations
 
-import csv
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -104,30 +103,23 @@ def read_arrow_table(path: Path, data_start: int, end: int, header: list[str], i
     pa, pa_csv = reader_modules
     names = header[:width]
     read_names = [name for name in names if name in include]
-    other: list[tuple[int, str]] = []
+    other: list[tuple[int, str, int]] = []
 
     def handle(row) -> str:
         if row.number is None:
             raise NotPlain()
-        other.append((row.number, row.text))
+        other.append((row.number, row.text, row.actual_columns))
         return "skip"
 
     text_type = pa.dictionary(pa.int32(), pa.string())
+    read_options = pa_csv.ReadOptions(column_names=names, block_size=BLOCK, use_threads=False)
+    parse_options = pa_csv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False, invalid_row_handler=handle)
     source = FileRegion(path, data_start, end)
     chunks: dict[str, list] = {name: [] for name in read_names}
     valid = 0
     try:
-        reader = pa_csv.open_csv(
-            source,
-            read_options=pa_csv.ReadOptions(column_names=names, block_size=BLOCK, use_threads=False),
-            parse_options=pa_csv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False,
-                                              invalid_row_handler=handle),
-            convert_options=pa_csv.ConvertOptions(include_columns=read_names,
-                                                  column_types={name: text_type for name in read_names},
-                                                  null_values=[""], strings_can_be_null=True,
-                                                  quoted_strings_can_be_null=True, check_utf8=True),
-            memory_pool=_pool(),
-        )
+        reader = pa_csv.open_csv(source, read_options=read_options, parse_options=parse_options,
+                                 convert_options=_text_columns(pa_csv, read_names, text_type), memory_pool=_pool())
         for batch in reader:
             valid += batch.num_rows
             for name in read_names:
@@ -140,42 +132,33 @@ def read_arrow_table(path: Path, data_start: int, end: int, header: list[str], i
     if rows == 0:
         return None
     # where the rows of another width sat among the others (row numbers count from 1)
-    positions = np.array([number - 1 for number, _ in other], dtype=np.intp)
+    positions = np.array([number - 1 for number, _, _ in other], dtype=np.intp)
     if len(positions) and (positions.min() < 0 or positions.max() >= rows or len(np.unique(positions)) != len(positions)):
         return None
-    fields = _other_rows([text for _, text in other], len(header)) if other else []
-    if fields is None or any(row[0] == header[0] for row in fields):
+    if any(count > len(header) or "," not in text or "\n" in text or text.lstrip().startswith("==")
+           for _, text, count in other):
+        return None  # wider than the header, a line without a comma (the table ends there), a value on two
+        # lines, a banner
+    in_header = [name for name in include if name in header]
+    others = _other_rows([text + "," * (len(header) - count) for _, text, count in other], header, in_header,
+                         text_type) if other else None
+    if other and others is None:
         return None
     at_valid = np.ones(rows, dtype=bool)
     at_valid[positions] = False
-    # the rows of another width column by column, padded to the header's width ("" reads as missing)
-    by_column = list(zip(*(row + [""] * (len(header) - len(row)) for row in fields))) if fields else []
     columns: dict[str, Coded] = {}
-    for name in include:
-        if name not in header:
-            continue
-        k = header.index(name)
-        if name in chunks:
-            decoded = _decode(chunks.pop(name), pa)
-            if decoded is None:
-                return None  # a line break inside a value: the stream's end-of-table rule reads lines, not rows
-            distinct, codes = decoded
-        else:
-            distinct, codes = np.empty(0, dtype=object), np.full(valid, -1, dtype=np.int32)
-        if fields:
-            extra = pd.Series(by_column[k], dtype=object)
-            present = (extra != "").to_numpy()
-            extra[~present] = None
-            found = pd.Index(distinct, dtype=object).get_indexer(extra)
-            unseen = (found < 0) & present
-            if unseen.any():  # values only the rows of another width hold: added after the others
-                added = pd.unique(extra[unseen].to_numpy())
-                found[unseen] = len(distinct) + pd.Index(added, dtype=object).get_indexer(extra[unseen])
-                distinct = np.concatenate([distinct, np.asarray(added, dtype=object)])
-            found[~present] = -1
-            merged = np.empty(rows, dtype=np.int32)
-            merged[at_valid] = codes
-            merged[positions] = found
+    for name in in_header:
+        parts = chunks.pop(name, []) + (others.column(name).chunks if others is not None else [])
+        decoded = _decode(parts, pa)
+        if decoded is None:
+            return None  # a line break inside a value: the stream's end-of-table rule reads lines, not rows
+        distinct, codes = decoded
+        if other or name not in read_names:  # a column past the rows' width is missing where no wider row fills it
+            merged = np.full(rows, -1, dtype=np.int32)
+            if name in read_names:
+                merged[at_valid] = codes[:valid]
+            if other:
+                merged[positions] = codes[len(codes) - len(other):]
             codes = merged
         columns[name] = Coded(distinct, codes)
     first = columns.get(header[0])
@@ -186,18 +169,32 @@ def read_arrow_table(path: Path, data_start: int, end: int, header: list[str], i
     return columns, rows
 
 
-def _other_rows(texts: list[str], header_width: int) -> list[list[str]] | None:
-    """The rows of another width, split as CSV (padded to the header's width later), or None when one of
-    them is not an ordinary row: blank, without a comma, a ``==`` line, or wider than the header."""
-    if any("," not in text or text.lstrip().startswith("==") or "\n" in text for text in texts):
-        return None
+def _text_columns(pa_csv, names: list[str], text_type):
+    """Convert options: ``names`` as dictionary-encoded text, empty fields missing (as pandas'
+    ``na_values=[""]`` reads them, quoted or not)."""
+    return pa_csv.ConvertOptions(include_columns=names, column_types={name: text_type for name in names},
+                                 null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=True,
+                                 check_utf8=True)
+
+
+def _other_rows(texts: list[str], header: list[str], names: list[str], text_type):
+    """The rows of another width (each padded with empty fields to the header's width, as pandas pads a
+    short row) read by the same reader as the rest: a table of ``names``, or None when they do not read as
+    one row each."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
     try:
-        out = list(csv.reader(texts))
-    except csv.Error:
+        table = pa_csv.read_csv(
+            io.BytesIO(("\n".join(texts) + "\n").encode("utf-8")),
+            read_options=pa_csv.ReadOptions(column_names=header, use_threads=False),
+            parse_options=pa_csv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False),
+            convert_options=_text_columns(pa_csv, names, text_type))
+    except (pa.ArrowInvalid, UnicodeError):
         return None
-    if len(out) != len(texts) or any(len(fields) > header_width for fields in out):
-        return None
-    return out
+    return table if table.num_rows == len(texts) else None
 
 
 def _decode(parts: list, pa) -> tuple[np.ndarray, np.ndarray] | None:
