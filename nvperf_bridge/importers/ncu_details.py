@@ -180,9 +180,7 @@ def _from_coded(path: Path, table: dict[str, coded.Coded], n_rows: int, header_l
     rules = None
     if is_rule.any():
         rule_rows = np.flatnonzero(is_rule)
-        frame = pd.DataFrame({name: column.values(rule_rows) for name, column in table.items()})
-        frame["_line"] = lines[rule_rows]
-        rules = _rules(frame, path)
+        rules = _rules(table, rule_rows, lines[rule_rows], path)
         info.notes.append(f"{int(is_rule.sum())} rule rows (Nsight Compute guidance) kept as rules, not metrics")
         kept = np.flatnonzero(~is_rule)
         table = {name: column.take(kept) for name, column in table.items()}
@@ -328,28 +326,50 @@ def _launch_key(raw: pd.DataFrame) -> pd.Series:
     return key
 
 
-def _rules(rows: pd.DataFrame, path: Path) -> pd.DataFrame:
-    """ncu's rule rows (empty Metric Name, prose in Rule Description) as a rules table (kernelframe.RULE_COLUMNS)."""
+def _rules(table: dict[str, coded.Coded], rule_rows: np.ndarray, lines: np.ndarray, path: Path) -> pd.DataFrame:
+    """ncu's rule rows (empty Metric Name, prose in Rule Description) as a rules table (kernelframe.RULE_COLUMNS):
+    the rows ``rule_rows`` of the coded table, at file lines ``lines``. Each text is stripped, tested and parsed
+    once per distinct value (a long file repeats the same rule texts on every launch), then taken by code."""
     from nvperf_bridge.kernelframe import RULE_COLUMNS
 
-    def column(name: str) -> pd.Series:
-        if name not in rows.columns:
-            return pd.Series(None, index=rows.index, dtype=object)
-        values = rows[name].astype(object)
-        return values.where(values.notna() & (values.astype(str).str.strip() != ""), None)
+    def column(name: str) -> np.ndarray:
+        """The rows' values, None where missing or blank (NaN in every row where the layout has no such column)."""
+        if name not in table:
+            return np.full(len(rule_rows), np.nan, dtype=object)  # as pd.Series(None, dtype=object) holds it
+        return _kept_distinct(table[name])[table[name].codes[rule_rows]]
 
-    speedup = parse_numbers(column("Estimated Speedup")) if "Estimated Speedup" in rows.columns else None
+    speedup = None
+    if "Estimated Speedup" in table:
+        found = table["Estimated Speedup"]
+        numbers = parse_numbers(pd.Series(_kept_distinct(found), dtype=object)).to_numpy(dtype="float64")
+        speedup = numbers[found.codes[rule_rows]]
     out = pd.DataFrame({
-        "kernel_id": _launch_key(rows).to_numpy(),
-        "kernel_name": column("Kernel Name").to_numpy(),
+        "kernel_id": _rule_launch_keys(table, rule_rows),
+        "kernel_name": column("Kernel Name"),
         "source": str(path),
-        "source_row": rows["_line"].to_numpy(),
-        "section": column("Section Name").to_numpy(),
-        "rule": column("Rule Name").to_numpy(),
-        "type": column("Rule Type").to_numpy(),
-        "message": column("Rule Description").to_numpy(),
-        "estimated_speedup_pct": speedup.to_numpy(dtype="float64") if speedup is not None else np.nan,
-        "speedup_type": column("Estimated Speedup Type").to_numpy(),
+        "source_row": lines,
+        "section": column("Section Name"),
+        "rule": column("Rule Name"),
+        "type": column("Rule Type"),
+        "message": column("Rule Description"),
+        "estimated_speedup_pct": speedup if speedup is not None else np.nan,
+        "speedup_type": column("Estimated Speedup Type"),
     })
     out["source_row"] = out["source_row"].astype("Int64")
     return out[list(RULE_COLUMNS)].reset_index(drop=True)
+
+
+def _kept_distinct(column: coded.Coded) -> np.ndarray:
+    """The column's distinct values with None for a blank one, and a last None for a missing value (code -1)."""
+    values = pd.Series(np.append(column.distinct, np.nan).astype(object), dtype=object)
+    return values.where(values.notna() & (values.astype(str).str.strip() != ""), None).to_numpy(dtype=object)
+
+
+def _rule_launch_keys(table: dict[str, coded.Coded], rule_rows: np.ndarray) -> np.ndarray:
+    """``_launch_key`` of the rule rows, worked out once per distinct (process, ID) pair among them."""
+    names = ["ID", "Process ID"] if "Process ID" in table else ["ID"]
+    codes = np.stack([table[name].codes[rule_rows] for name in names], axis=1)
+    pairs, inverse = np.unique(codes, axis=0, return_inverse=True)
+    frame = pd.DataFrame({name: np.append(table[name].distinct, np.nan).astype(object)[pairs[:, i]]
+                          for i, name in enumerate(names)})
+    return _launch_key(frame).to_numpy()[inverse.reshape(-1)]
