@@ -229,6 +229,8 @@ def group_advice(analysis: Any, groups: Any, verdicts: pd.DataFrame, compute: pd
     # plain arrays read by position: a label lookup per group and quantity on a large frame cost seconds
     weight_all = weight.to_numpy(dtype="float64")
     columns = {name: quantities[name].to_numpy(dtype="float64") for name in quantities.columns}
+    # each row's GPU profile, built once (``analysis.gpu_of`` builds it for every group it is asked about)
+    row_gpu = analysis.row_gpus().to_numpy(dtype=object) if analysis.kernels.index.is_unique else None
     out: list[list[dict[str, Any]]] = []
     for position, group in enumerate(groups.table["group"][:len(verdicts)]):
         at = np.flatnonzero(code == group)
@@ -240,7 +242,7 @@ def group_advice(analysis: Any, groups: Any, verdicts: pd.DataFrame, compute: pd
             ok = ~np.isnan(column)
             values[name] = float((column[ok] * w[ok]).sum() / w[ok].sum()) if ok.any() and w[ok].sum() > 0 \
                 else (float(column[ok].mean()) if ok.any() else float("nan"))
-        gpu = analysis.gpu_of(rows)
+        gpu = analysis.gpu_of(rows) if row_gpu is None or not len(at) else row_gpu[at[0]]
         limiter = occupancy_limiter(values, gpu)
         describe, action = limiters.get(limiter, limiters["none"])
         values["max_blocks_per_sm"] = float(gpu.max_blocks_per_sm)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from nvperf_bridge.columns import CANONICAL_COLUMNS
@@ -111,13 +112,17 @@ def unpredicted_groups(analysis: Any, groups: Any, limit: int | None = None) -> 
     command that collects all of it."""
     code = groups.group_of.to_numpy()
     nvprof = uses_nvprof(analysis)
+    # the rows any model predicted, then the groups holding one: one pass per model, not one lookup per group
+    predicted_row = np.zeros(len(analysis.kernels), dtype=bool)
+    for run in analysis.runs.values():
+        if run.result is not None:
+            predicted_row |= run.result["predicted_ns"].reindex(analysis.kernels.index).notna().to_numpy()
+    predicted_groups = set(np.unique(code[predicted_row]).tolist())
     out = []
     for position, group in enumerate(groups.table["group"][:limit]):
-        rows = analysis.kernels.index[code == group]
-        predicted = any(run.result is not None and run.result.loc[rows, "predicted_ns"].notna().any()
-                        for run in analysis.runs.values())
-        if predicted:
+        if group in predicted_groups:
             continue
+        rows = analysis.kernels.index[code == group]
         lacking = missing_counters(analysis, rows)
         union = list(dict.fromkeys(c for cols in lacking.values() for c in cols))
         # the review itself (Nsight's view, the occupancy advice) reads these too
