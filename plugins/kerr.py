@@ -370,13 +370,19 @@ def principal_components(z: np.ndarray, n: int, counts: np.ndarray | None, varia
             "rotation": rotation, "rotated": rotated, "weights": weights}
 
 
-def _silhouette(points: np.ndarray, labels: np.ndarray) -> float:
-    """Mean silhouette coefficient (Rousseeuw 1987), vectorised."""
+def _distances(points: np.ndarray) -> np.ndarray:
+    """Euclidean distances between every two of ``points`` (n, n)."""
     from scipy.spatial.distance import cdist
 
-    # Euclidean distances: cdist sums the squared differences component by component, as the
-    # (n, n) accumulation it replaces did (speed only: the same numbers, without n x n temporaries)
-    d = cdist(points, points)
+    # cdist sums the squared differences component by component, as the (n, n) accumulation it replaces
+    # did (speed only: the same numbers, without n x n temporaries)
+    return cdist(points, points)
+
+
+def _silhouette(points: np.ndarray, labels: np.ndarray, distances: np.ndarray | None = None) -> float:
+    """Mean silhouette coefficient (Rousseeuw 1987), vectorised. ``distances``: ``_distances(points)``, when
+    the caller holds them already (the same points scored for every k)."""
+    d = _distances(points) if distances is None else distances
     clusters = np.unique(labels)
     if len(clusters) < 2:
         return -1.0
@@ -433,11 +439,14 @@ def _clusters(scores: np.ndarray, max_clusters: int, seed: int, inverse: np.ndar
     else:
         points = scores if inverse is None else kernel_rows()
     best: tuple[float, int, np.ndarray] | None = None
+    distances = None  # between the sampled points: the same for every k, computed once (speed only)
     for k in range(2, min(max_clusters, n // 5) + 1):
         centers, labels, _ = _kmeans(points, k, seed)
         if len(centers) < k:
             continue
-        quality = _silhouette(points[sample], labels[sample])
+        if distances is None:
+            distances = _distances(points[sample])
+        quality = _silhouette(points[sample], labels[sample], distances)
         if best is None or quality > best[0] + 1e-12:
             best = (quality, k, centers)
     if best is None:

@@ -90,6 +90,10 @@ def test_silhouette_distances_equal_the_componentwise_sum() -> None:
 
         np.testing.assert_array_equal(cdist(points, points), np.sqrt(d2))
         assert -1.0 <= kerr._silhouette(points, labels) <= 1.0
+        # the distances computed once for every k give each k's score exactly
+        for k in (2, 3, 5):
+            some = rng.integers(0, k, len(points))
+            assert kerr._silhouette(points, some, kerr._distances(points)) == kerr._silhouette(points, some)
 
 
 def _fit_rows_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
