@@ -368,10 +368,11 @@ def time_derived_any(kernels: pd.DataFrame, columns: Iterable[str]) -> pd.Series
 
     # a frame repeats a few derivation records: the pattern is searched once per distinct text, not per
     # kernel (asked per model about 20 times per report; per kernel it cost seconds at 100k launches);
-    # within one run of the models the texts are factorised once (model.run_value; speed only)
+    # within one run of the models the texts are factorised once (model.run_value), and by the few string
+    # objects the rows share (factorize_text: the report asks again outside the run; speed only)
     derived = kernels["derived"].to_numpy(dtype=object)
     codes, distinct = run_value(("derived texts", memory_key(derived)), [derived],
-                                lambda: pd.factorize(derived, use_na_sentinel=True))
+                                lambda: factorize_text(derived))
     alternatives = "|".join(re.escape(name) for name in names)
     pattern = re.compile(f"(?:^|; )(?:{alternatives}){re.escape(TIME_MARK)}")
     hits = np.array([pattern.search(str(text)) is not None for text in distinct.tolist()] + [False], dtype=bool)

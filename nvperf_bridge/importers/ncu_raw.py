@@ -366,16 +366,19 @@ def _arrow_columns(path: Path, start: int, file_header: list[str], header: list[
     # the first rows in the head say which columns hold numbers; the others are read as text first
     guess = _first_rows(head, has_units)
     position = {raw_name: k for k, raw_name in enumerate(file_header)}
+    # text is read dictionary-encoded: each block's distinct texts once and a code per row (a column of
+    # kernel names is a few hundred texts, not 100k; the rows become Python objects once per distinct text)
+    text_type = pa.dictionary(pa.int32(), pa.string())
     types: dict[str, object] = {}
     for i, raw_name in enumerate(header):
         if i not in numeric:
-            types[raw_name] = pa.string()
+            types[raw_name] = text_type
         elif all(_is_plain_number(row[position[raw_name]]) for row in guess if position[raw_name] < len(row)):
             types[raw_name] = pa.float64()
         else:
-            types[raw_name] = pa.string()
+            types[raw_name] = text_type
     row_of = {i: r for r, i in enumerate(numeric)}
-    size = path.stat().st_size - start
+    size = _rows_expected(path, start, head)
     read = None
     for _attempt in range(len(header) + 1):
         try:
@@ -388,7 +391,7 @@ def _arrow_columns(path: Path, start: int, file_header: list[str], header: list[
             failed = _failed_column(str(exc), file_header)
             if failed is None or types.get(failed) != pa.float64():
                 return None  # ragged, not UTF-8, a text column that failed: pandas' path says what it is
-            types[failed] = pa.string()
+            types[failed] = text_type
     if read is None:
         return None
     storage, texts, n = read
@@ -423,7 +426,8 @@ def _arrow_columns(path: Path, start: int, file_header: list[str], header: list[
 def _arrow_batches(path: Path, start: int, file_header: list[str], header: list[str], types: dict,
                    has_units: bool, rows: int, row_of: dict[int, int], size: int):
     """Stream the table a block at a time: float64 columns go into one storage block (a row per numeric
-    column, grown only when the rows outrun the estimate), text columns into chunked arrow arrays.
+    column, ``size`` columns of it at first: the rows expected; grown only when the rows outrun that), text
+    columns into chunked arrow arrays (dictionary-encoded).
     Returns (storage, {raw name: text ChunkedArray}, rows read); raises ArrowInvalid as pyarrow does."""
     import pyarrow as pa
     import pyarrow.csv as pa_csv
@@ -451,10 +455,9 @@ def _arrow_batches(path: Path, start: int, file_header: list[str], header: list[
         for batch in reader:
             m = batch.num_rows
             if storage is None or n + m > storage.shape[1]:
-                # rows expected from the bytes per row so far; grown (copied) only when wrong
-                done = max(1, source.tell() - start)
-                capacity = max(int((n + m) * size / done * 1.02) + 1024, 2 * n + m)
-                grown = np.empty((rows, capacity))
+                # the rows the head promised (``_rows_expected``); grown (copied) only when wrong
+                capacity = size if storage is None else (n + m) * 5 // 4 + 1024
+                grown = np.empty((rows, max(capacity, n + m)))
                 if storage is not None:
                     grown[:, :n] = storage[:, :n]
                 storage = grown
@@ -465,9 +468,17 @@ def _arrow_batches(path: Path, start: int, file_header: list[str], header: list[
             n += m
     if storage is None:
         storage = np.empty((rows, 0))
-    texts = {raw_name: pa.chunked_array(parts, type=pa.string()) for raw_name, parts in pieces.items()}
+    texts = {raw_name: pa.chunked_array(parts, type=types[raw_name]) for raw_name, parts in pieces.items()}
     pool.release_unused()  # the parser's block buffers go back to the system, not held for later
     return storage[:, :n], texts, n
+
+
+def _rows_expected(path: Path, start: int, head: str) -> int:
+    """About how many rows the table starting at byte ``start`` holds (a little more): the file's bytes
+    from there over the bytes per line of ``head`` (the text from the table's header on)."""
+    lines = max(1, head.count("\n"))
+    per_line = max(1.0, len(head.encode("utf-8")) / lines)
+    return int((path.stat().st_size - start) / per_line * 1.05) + 1024
 
 
 def _first_rows(head: str, has_units: bool, limit: int = 200) -> list[list[str]]:
@@ -522,14 +533,16 @@ def _arrow_strings(column) -> np.ndarray:
 
 
 def _arrow_distinct(column) -> tuple[np.ndarray, np.ndarray]:
-    """An arrow text column's distinct values (an object array ending with NaN, for missing) and each
-    row's position in it."""
-    encoded = (column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)).dictionary_encode()
-    distinct = np.empty(len(encoded.dictionary) + 1, dtype=object)
-    distinct[:-1] = np.asarray(encoded.dictionary.to_pylist(), dtype=object)
+    """A dictionary-encoded arrow text column's distinct values (an object array ending with NaN, for
+    missing; in order of first appearance) and each row's position in it."""
+    chunks = column.unify_dictionaries().chunks  # one dictionary for every block's codes
+    values = chunks[0].dictionary.to_pylist() if chunks else []
+    distinct = np.empty(len(values) + 1, dtype=object)
+    distinct[:-1] = np.asarray(values, dtype=object)
     distinct[-1] = np.nan
-    indices = encoded.indices.fill_null(-1) if encoded.indices.null_count else encoded.indices
-    return distinct, indices.to_numpy(zero_copy_only=False)
+    codes = [(chunk.indices.fill_null(-1) if chunk.indices.null_count else chunk.indices)
+             .to_numpy(zero_copy_only=False) for chunk in chunks]
+    return distinct, np.concatenate(codes) if codes else np.empty(0, dtype=np.int32)
 
 
 def _reread_text(path: Path, start: int, header: list[str], has_units: bool, n: int) -> dict[int, np.ndarray]:

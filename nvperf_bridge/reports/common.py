@@ -15,6 +15,7 @@ import pandas as pd
 from pandas.api.types import infer_dtype
 
 from nvperf_bridge.analysis import Analysis, ModelRun
+from nvperf_bridge.importers.canonical import factorize_text
 from nvperf_bridge.model import RESULT_COLUMNS
 from nvperf_bridge.reports.number_text import format_number
 
@@ -126,8 +127,9 @@ def display_names(kernels: pd.DataFrame) -> pd.Series:
         if column in kernels.columns:
             values = kernels[column].astype("object")
             if infer_dtype(values.to_numpy(), skipna=True) == "string":
-                # texts: each distinct one looked at once (100k launches share a few hundred names)
-                codes, distinct = pd.factorize(values, use_na_sentinel=True)
+                # texts: each distinct one looked at once (100k launches share a few hundred names, told
+                # apart by their few string objects first: factorize_text)
+                codes, distinct = factorize_text(values)
                 blank = np.append(pd.Series(distinct, dtype=object).str.strip().to_numpy() == "", True)
                 present = pd.Series(~blank[codes], index=values.index)
                 names = names.where(~present, values)

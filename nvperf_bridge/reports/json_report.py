@@ -197,9 +197,14 @@ def _factorised_text(array: np.ndarray, or_empty: bool) -> tuple[list[Any], np.n
         return None
     if len(array) > 1 and isinstance(array[0], str) and bool((array == array[0]).all()):
         return [str(array[0])], np.zeros(len(array), dtype=np.int64)  # one text: compared in C, no hashing
-    if infer_dtype(array, skipna=True) not in ("string", "empty"):
+    found = _by_identity(array)
+    if found is None:
+        if infer_dtype(array, skipna=True) not in ("string", "empty"):
+            return None
+        found = pd.factorize(array, use_na_sentinel=True)
+    elif found == ():
         return None
-    codes, distinct = pd.factorize(array, use_na_sentinel=True)
+    codes, distinct = found
     values: list[Any] = [str(value) for value in distinct.tolist()]
     if (codes < 0).any():
         codes = np.where(codes < 0, len(values), codes)
@@ -211,6 +216,32 @@ def _factorised_text(array: np.ndarray, or_empty: bool) -> tuple[list[Any], np.n
     if len(unique) < len(values):  # "" and a missing value became the same text
         return list(unique), remap[codes]
     return values, np.asarray(codes, dtype=np.int64)
+
+
+def _by_identity(array: np.ndarray) -> tuple[np.ndarray, Any] | tuple[()] | None:
+    """``pd.factorize`` of a long object column that refers to a few objects (a model's labels, the kernel
+    names), found by their addresses (``labels``): its types read on the distinct objects, its rows never
+    hashed as text. ``()`` where those objects are not all text or missing (not a text column); None where
+    the column is short, not an object array or holds many distinct objects (the caller looks at every row)."""
+    from pandas.api.types import infer_dtype
+
+    from nvperf_bridge.labels import distinct_objects, factorize_by_identity
+
+    if array.dtype != object or len(array) < _BY_IDENTITY_FROM:
+        return None
+    found = distinct_objects(array, _BY_IDENTITY_MOST)
+    if found is None:
+        return None
+    objects = np.empty(len(found[2]), dtype=object)
+    for position, value in enumerate(found[2]):  # one by one: a tuple stays one value
+        objects[position] = value
+    if infer_dtype(objects, skipna=True) not in ("string", "empty"):
+        return ()
+    return factorize_by_identity(array, _BY_IDENTITY_MOST)
+
+
+_BY_IDENTITY_FROM = 10_000  # rows from which a text column's distinct objects are looked for first
+_BY_IDENTITY_MOST = 1024  # distinct objects at most for that (a model's labels, a run's kernel names)
 
 
 def column_value(column: Column) -> Any:
