@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from nvperf_bridge.analysis import analyze_files
@@ -310,6 +311,17 @@ def test_rtx5090_top_group_has_verdict_view_and_advice(realdata_dir: Path) -> No
     assert rules[0]["rule"] == "IssueSlotUtilization" and rules[0]["estimated_speedup"] == pytest.approx(61.96)
     assert {"SOLBottleneck", "TheoreticalOccupancy"} <= {r["rule"] for r in rules}
     assert all(r["message"] and r["type"] for r in rules)
+
+
+def test_rule_column_a_layout_lacks_reads_as_empty_not_nan(realdata_dir: Path) -> None:
+    """A details layout without "Section Name" or "Rule Type" leaves NaN in that rules column: the review
+    shows an empty section, never the word "nan"."""
+    analysis = _analysis(realdata_dir, RTX5090, gpu="rtx-5090")
+    analysis.rules["section"] = np.nan
+    analysis.rules["type"] = np.nan
+    rules = build_review(analysis).group_rows()[0]["nsight_rules"]
+    assert rules and rules[0]["rule"] == "IssueSlotUtilization"
+    assert {r["section"] for r in rules} == {""} and {r["type"] for r in rules} == {""}
 
 
 def test_unmeasured_kernels_vote_with_validated_accuracy(realdata_dir: Path) -> None:

@@ -114,10 +114,10 @@ def nsight_rule_rows(analysis: Any, groups: KernelGroups, limit: int | None = No
             continue
         position = position_of[int(group)]
         speedup = _num(speedup_value)
-        rule = str(rule_value or "")
+        rule = _text(rule_value)
         message = normalised.get(message_value) if isinstance(message_value, str) else None
         if message is None:
-            message = " ".join(str(message_value or "").split())
+            message = " ".join(_text(message_value).split())
             if isinstance(message_value, str):
                 normalised[message_value] = message
         existing = index[position].get((rule, message))
@@ -125,13 +125,21 @@ def nsight_rule_rows(analysis: Any, groups: KernelGroups, limit: int | None = No
             if speedup is not None and (existing["estimated_speedup"] or 0) < speedup:
                 existing["estimated_speedup"] = speedup
             continue
-        item = {"rule": rule, "type": str(type_value or ""), "section": str(section_value or ""),
+        item = {"rule": rule, "type": _text(type_value), "section": _text(section_value),
                 "message": message, "estimated_speedup": speedup}
         index[position][(rule, message)] = item
         out[position].append(item)
     for bucket in out:
         bucket.sort(key=lambda r: -(r["estimated_speedup"] or 0.0))
     return out
+
+
+def _text(value: Any) -> str:
+    """A rules-table cell as text: "" where it is missing (None, or NaN in every row where the file's layout
+    has no such column: ``importers.ncu_details._rules``), never the word "nan"."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value)
 
 
 def build_review(analysis: Any) -> Review:
