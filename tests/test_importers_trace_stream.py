@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from nvperf_bridge.importers import nvprof_trace, read_parts
+from nvperf_bridge.errors import InputError
+from nvperf_bridge.importers import nvprof_trace, read_parts, text
 from conftest import realdata_files
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "import"
@@ -102,3 +103,55 @@ def test_small_blocks_with_columns_empty_at_first_or_throughout(realdata_dir: Pa
     assert streamed and read[0] is not None, "pyarrow's reader read it"
     assert part.info.kernels == len(lines) - 5 - len(copies)
     assert any("memcpy" in entry for entry in part.info.skipped) == (memcpy == "late")
+
+
+def _parse_threads() -> list:
+    import threading
+
+    return [t for t in threading.enumerate() if t.name == "nvprof-trace-parse"]
+
+
+@pytest.mark.parametrize("change", ["crlf", "nul", "ragged"])
+def test_what_pyarrow_must_not_read_goes_to_pandas_and_its_parse_thread_stops(
+        realdata_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str) -> None:
+    # pyarrow parses on a thread of its own while carriage returns and NUL bytes are looked for, and a ragged
+    # row stops it blocks later: each time the whole-text path reads the file, and no parse thread is left
+    lines = (realdata_dir / "magus" / "magus__traces_rodinia_lud.csv").read_text(encoding="utf-8").splitlines(True)
+    head = next(i for i, line in enumerate(lines) if line.startswith('"Start"')) + 2  # header and units rows
+    rows = lines[head:]
+    lines = lines[:head] + rows * (text.STREAM_HEAD_BYTES // len("".join(rows)) + 2)  # past the head read first
+    if change == "crlf":
+        lines[-3] = lines[-3].replace("\n", "\r\n")
+    elif change == "nul":
+        lines[-3] = lines[-3].replace("lud_", "lud\x00_", 1)
+    else:
+        lines[-3] = lines[-3].rstrip("\n") + ",1\n"
+    path = tmp_path / "trace.csv"
+    path.write_text("".join(lines), encoding="utf-8", newline="")
+    monkeypatch.setattr(nvprof_trace, "ARROW_BLOCK", 1 << 16)  # many blocks: the parse runs ahead
+    read = []
+    original = nvprof_trace._arrow_table
+    monkeypatch.setattr(nvprof_trace, "_arrow_table", lambda *a, **k: read.append(original(*a, **k)) or read[-1])
+    if change == "nul":  # the whole-text path's one-line error, naming the line
+        with pytest.raises(InputError, match=f"line {len(lines) - 2} holds a NUL byte"):
+            read_parts(path)
+    else:
+        _both(path, monkeypatch)
+    assert read and read[0] is None, "pyarrow's reader handed the file on"
+    assert not _parse_threads()
+
+
+def test_a_read_ahead_stopped_early_leaves_no_thread() -> None:
+    # the consumer may stop after the first block (a row without a name): closing waits for the thread
+    stream = nvprof_trace._ReadAhead(iter(range(100)), 2)
+    assert next(stream) == 0
+    stream.close()
+    assert not _parse_threads()
+    with nvprof_trace._ReadAhead(iter([1, 2]), 1) as both:
+        assert list(both) == [1, 2]
+    failing = nvprof_trace._ReadAhead((1 / x for x in (1, 0)), 1)
+    assert next(failing) == 1.0
+    with pytest.raises(ZeroDivisionError):
+        next(failing)
+    failing.close()
+    assert not _parse_threads()

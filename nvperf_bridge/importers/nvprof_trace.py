@@ -15,7 +15,10 @@ text are ignored with a note.
 
 from __future__ import annotations
 
+import contextlib
+import queue
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -354,6 +357,8 @@ ARROW_BLOCK = 1 << 22  # bytes per block of pyarrow's streaming reader: one bloc
 # blocks between returns of pyarrow's freed buffers to the system: jemalloc keeps them a while otherwise
 # (1M-launch trace: the read's peak 575 -> 525 MB)
 RELEASE_EVERY = 8
+# blocks pyarrow may parse ahead of the one being taken apart (``_ReadAhead``): 4 MiB each
+READ_AHEAD = 2
 
 
 def _arrow_table(path: Path, head: Head, start: int,
@@ -379,7 +384,7 @@ def _arrow_table(path: Path, head: Head, start: int,
     pa, pa_csv = reader_modules
 
     table = streamed_header(head, start, lambda *_: has_units)
-    if table is None or "Name" not in table.names or not plain_bytes(path, table.start):
+    if table is None or "Name" not in table.names:
         return None
     names = table.names
     types = {name: pa.string() if name in _TEXT_COLUMNS else pa.float64() for name in names}
@@ -404,30 +409,33 @@ def _arrow_table(path: Path, head: Head, start: int,
                                                       check_utf8=True),
                 memory_pool=pool,
             )
-            for batch in reader:
-                if batch.column("Name").null_count:
-                    # a row without a name, or a blank line (a row of nulls to pyarrow, where the table ends
-                    # for pandas' path): pandas' path tells them apart
-                    return None
-                m = batch.num_rows
-                if n + m > storage.shape[1]:  # more rows than the head promised: a larger block
-                    grown = np.empty((len(numeric), (n + m) * 3 // 2 + 1024))
-                    grown[:, :n] = storage[:, :n]
-                    storage = grown
-                for row, name in enumerate(numeric):
-                    column = batch.column(name)
-                    if column.null_count == m and row not in filled:
-                        continue  # no value yet (memcpy's Size on kernel rows): the row is not touched
-                    if row not in filled:  # its first value: the rows before it are missing
-                        storage[row, :n] = np.nan
-                        filled.add(row)
-                    storage[row, n:n + m] = column.to_numpy(zero_copy_only=False)  # nulls: NaN
-                n += m
-                for name, chunks in texts.items():
-                    chunks.append(batch.column(name))
-                split.add(batch.column("Name"))
-                if split.blocks % RELEASE_EVERY == 0:
-                    pool.release_unused()  # the blocks' freed buffers go back now, not at the end
+            with _ReadAhead(reader, READ_AHEAD) as batches:
+                if not plain_bytes(path, table.start):
+                    return None  # carriage returns or NUL bytes (looked for while pyarrow parses): pandas' path
+                for batch in batches:
+                    if batch.column("Name").null_count:
+                        # a row without a name, or a blank line (a row of nulls to pyarrow, where the table ends
+                        # for pandas' path): pandas' path tells them apart
+                        return None
+                    m = batch.num_rows
+                    if n + m > storage.shape[1]:  # more rows than the head promised: a larger block
+                        grown = np.empty((len(numeric), (n + m) * 3 // 2 + 1024))
+                        grown[:, :n] = storage[:, :n]
+                        storage = grown
+                    for row, name in enumerate(numeric):
+                        column = batch.column(name)
+                        if column.null_count == m and row not in filled:
+                            continue  # no value yet (memcpy's Size on kernel rows): the row is not touched
+                        if row not in filled:  # its first value: the rows before it are missing
+                            storage[row, :n] = np.nan
+                            filled.add(row)
+                        storage[row, n:n + m] = column.to_numpy(zero_copy_only=False)  # nulls: NaN
+                    n += m
+                    for name, chunks in texts.items():
+                        chunks.append(batch.column(name))
+                    split.add(batch.column("Name"))
+                    if split.blocks % RELEASE_EVERY == 0:
+                        pool.release_unused()  # the blocks' freed buffers go back now, not at the end
     except pa.ArrowInvalid:
         return None  # ragged, text after the table, words in a number column, not UTF-8: pandas' path
     finally:
@@ -562,3 +570,54 @@ class _ArrowNames:
         distinct[:] = list(self.ids)
         return NameSplit(np.concatenate(self.codes), distinct, np.concatenate(self.suffix),
                          np.concatenate(self.missing))
+
+
+class _ReadAhead:
+    """The items of ``batches`` (pyarrow's streaming reader), taken from it by a thread of its own, started
+    at once, at most ``depth`` ahead: pyarrow's parse (single-threaded, and it lets go of the interpreter
+    lock) runs on the other core while this thread takes the previous block apart. An exception of the
+    reader is raised by ``__next__``; ``close`` stops the thread (a context manager closes it)."""
+
+    _DONE = object()
+
+    def __init__(self, batches, depth: int) -> None:
+        self._ready: queue.Queue = queue.Queue(depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._take, args=(batches,), name="nvprof-trace-parse", daemon=True)
+        self._thread.start()
+
+    def _take(self, batches) -> None:
+        try:
+            for item in batches:
+                if self._stop.is_set():
+                    return
+                self._ready.put(item)
+        except BaseException as exc:  # handed to the consumer, raised there
+            self._ready.put(exc)
+            return
+        self._ready.put(self._DONE)
+
+    def __iter__(self) -> "_ReadAhead":
+        return self
+
+    def __next__(self):
+        item = self._ready.get()
+        if item is self._DONE:
+            self._ready.put(item)  # a later call says the same
+            raise StopIteration
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def close(self) -> None:
+        self._stop.set()
+        while self._thread.is_alive():  # a put waiting for room returns once the queue is drained
+            with contextlib.suppress(queue.Empty):
+                self._ready.get(timeout=0.05)
+        self._thread.join()
+
+    def __enter__(self) -> "_ReadAhead":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
