@@ -8,7 +8,7 @@ Inputs: each nvprof file of ``../shared/realdata`` (magus, magus-corpus, nvprof-
 argument (a file, or several joined by ``+``: ``m.csv+t.csv``, e.g. the 1M-launch pair of ``generate.py``).
 For each input ``analyze`` runs in this process (``cli.main``, as the command line runs it) to JSON, CSV and
 Markdown; the digest is the SHA-256 of the output's bytes with the one line that holds the creation time left
-out (JSON ``"created"``, Markdown's ``Created`` row), and of each figure the Markdown report writes. An input
+out (JSON ``"created"``, Markdown's ``Created`` row) and the checkout's own path written as ``<repo>``, and of each figure the Markdown report writes. An input
 that ends in an error records its exit code and message instead. ``--formats`` picks formats (Markdown, with
 its figures, is the slow one); ``--extra-only`` leaves the real files and fixtures out.
 """
@@ -81,8 +81,8 @@ def digest(paths: list[Path], fmt: str, work: Path) -> dict[str, str]:
     result = {}
     for file in sorted(work.iterdir()):
         data = file.read_bytes()
-        if file == out:
-            data = _CREATED.sub(b"", data)
+        if file == out:  # the creation time and where this checkout is (fixtures are named by their path) left out
+            data = _CREATED.sub(b"", data).replace(str(REPO).encode(), b"<repo>")
         result[file.name] = hashlib.sha256(data).hexdigest()
     return result
 

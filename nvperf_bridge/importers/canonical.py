@@ -235,12 +235,17 @@ def _get(frame: pd.DataFrame, new: dict[str, pd.Series], parts: dict[str, pd.Ser
 
 def _derive(frame: pd.DataFrame, new: dict[str, pd.Series], parts: dict[str, pd.Series], notes: list[str]) -> None:
     """Fill derived canonical columns into ``new`` (only where still missing) and mark them in ``derived``."""
-    before = frame["derived"] if "derived" in frame.columns else pd.Series(None, index=frame.index, dtype=object)
-    before = before.astype(object).where(before.notna(), "")
+    if "derived" in frame.columns:
+        before = frame["derived"].astype(object).where(frame["derived"].notna(), "")
+        # marks from an earlier call (before merging files): read only when there are any (large frames)
+        earlier = bool(before.astype(str).str.contains(TIME_MARK, regex=False).any()) if (before != "").any() else False
+    else:  # no marks yet: each row's is "" (a million rows are not compared one by one to find that out)
+        from nvperf_bridge.importers.text import same_text
+
+        before = pd.Series(same_text(len(frame), ""), index=frame.index, dtype=object, copy=False)
+        earlier = False
     marks: list[tuple[str, pd.Series, pd.Series]] = []  # (target, rows filled, rows time-derived)
     timed: dict[str, pd.Series] = {}
-    # marks from an earlier call (before merging files): read only when there are any (large frames)
-    earlier = bool(before.astype(str).str.contains(TIME_MARK, regex=False).any()) if (before != "").any() else False
 
     def is_timed(name: str) -> pd.Series:
         if name not in timed:

@@ -462,9 +462,11 @@ def _kept_rows(raw: pd.DataFrame, keep: np.ndarray, storage: np.ndarray, numeric
     """``raw.loc[keep]`` for a frame whose ``numeric`` columns are the rows of ``storage`` (``_arrow_table``;
     ``empty``: those without any value, held as ``_missing``):
     those rows' kept values are moved down in place, a million-row column at a time, instead of a copy of
-    every column. ``raw`` is used up: its numbers are overwritten and its columns removed."""
-    index = raw.index[keep]
-    count = len(index)
+    every column. ``raw`` is used up: its numbers are overwritten and its columns removed. The kept rows are
+    numbered 0.. (a ``RangeIndex``, as ``finish`` numbers them in the end): a million labels taken from
+    ``raw``'s would make pandas align every column built on them by hashing them."""
+    count = int(np.count_nonzero(keep))
+    index = pd.RangeIndex(count)
     columns: dict[str, object] = {}
     for name in raw.columns:
         if name in numeric:
@@ -475,7 +477,7 @@ def _kept_rows(raw: pd.DataFrame, keep: np.ndarray, storage: np.ndarray, numeric
             row[:count] = row[keep]
             columns[name] = row[:count]
         else:
-            columns[name] = raw[name][keep]
+            columns[name] = raw[name].array[keep]  # its dtype kept (text stays text)
     for name in list(raw.columns):
         del raw[name]  # its text columns and line numbers (a million rows each) are not held any longer
     return pd.DataFrame(columns, index=index, copy=False)
