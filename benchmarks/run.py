@@ -432,8 +432,10 @@ def trace_stages_note(paths: list[Path], gpu: str) -> str:
     except ValueError:
         return ""
     cpu = ", ".join(f"{row['stage']} {row['cpu_s']:.2f}" for row in rows)
-    peak = next((row["peak_mb"] for row in rows if row["stage"] == "read trace"), float("nan"))
-    return f"; stages in one process (trace_stages.py), CPU s: {cpu}; peak RSS after the trace read {peak:.0f} MB"
+    read = next((row for row in rows if row["stage"] == "read trace"), {})
+    return (f"; stages in one process (trace_stages.py), CPU s: {cpu} (the trace read's main thread "
+            f"{read.get('main_s', float('nan')):.2f}, its parse beside it); peak RSS after the trace read "
+            f"{read.get('peak_mb', float('nan')):.0f} MB")
 
 
 def bench_models(raw: Path, n: int) -> tuple[Row, list[str]]:

@@ -487,11 +487,13 @@ def finish(frame: pd.DataFrame, storage: np.ndarray | None = None,
     columns: dict[str, pd.Series] = {name: frame[name] for name in frame.columns}
     short = short_names(frame["kernel_name"], names)
     columns["kernel"] = frame["kernel"].combine_first(short) if "kernel" in frame.columns else short
-    invocations = frame["invocations"] if "invocations" in frame.columns else pd.Series(1, index=frame.index)
-    # a count that is not a number in 1..2**53 (inf, 0, negative, text) is treated as missing: 1
-    counts = pd.to_numeric(invocations, errors="coerce").astype("float64")
-    counts = counts.where(np.isfinite(counts) & (counts >= 1) & (counts < 2.0**53))
-    columns["invocations"] = np.floor(counts.fillna(1)).astype("int64")
+    if "invocations" in frame.columns:
+        # a count that is not a number in 1..2**53 (inf, 0, negative, text) is treated as missing: 1
+        counts = pd.to_numeric(frame["invocations"], errors="coerce").astype("float64")
+        counts = counts.where(np.isfinite(counts) & (counts >= 1) & (counts < 2.0**53))
+        columns["invocations"] = np.floor(counts.fillna(1)).astype("int64")
+    else:  # a launch per row (a trace's million rows: no float passes over a column of ones)
+        columns["invocations"] = pd.Series(np.ones(len(frame), dtype=np.int64), index=frame.index)
     for name, col in CANONICAL_COLUMNS.items():
         if name not in columns or name in ("invocations", "kernel"):
             continue
@@ -620,7 +622,8 @@ def to_parsed(frame: pd.DataFrame, kinds: dict[str, str], info: InputFile, *, pe
     record_coverage(frame, kinds, info)
     frame = finish(canonicalize(frame, kinds, info.notes), storage=storage, names=names)
     info.kernels = len(frame)
-    devices = frame["device"].dropna().unique() if "device" in frame.columns else []
+    # the names present, in order of first appearance (``dropna().unique()``), the rows told apart by object
+    devices = factorize_text(frame["device"])[1] if "device" in frame.columns else []
     info.device = ", ".join(map(str, devices)) if len(devices) else None
     return Parsed(frame=frame, info=info, per_kernel=per_kernel, join=join, kinds=kinds, names=names)
 

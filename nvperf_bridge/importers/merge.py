@@ -466,8 +466,8 @@ def drop_overlaps(parsed: list[Parsed], warnings: list[str]) -> list[Parsed]:
         shapes.setdefault(shape, []).append(p)
         kept.append(p)
     traces = [p for p in kept if p.info.format in TRACE_FORMATS]
-    if not traces:
-        return kept
+    if not traces or not any(p.info.format == "nvprof-summary" for p in kept):
+        return kept  # no GPU summary to hold against a trace: a trace's launches are not counted for nothing
     out: list[Parsed] = []
     launches = [(t, _launch_counts(t, per_kernel=False)) for t in traces]
     for p in kept:

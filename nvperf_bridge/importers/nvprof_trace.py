@@ -107,10 +107,11 @@ def read_stream(path: Path, head: Head, found: Sniffed) -> Parsed | None:
             return None
         units = next(csv.reader(io.StringIO(text[header_end + 1:units_end])), [])
     header_line = text.count("\n", 0, found.start)
-    by_arrow = _arrow_table(path, head, found.start, units is not None)
+    by_arrow = _arrow_table(path, head, found.start, units)
     if by_arrow is not None:
-        raw, split, select = by_arrow
-        return _from_table(path, raw, units, header_line, "nvprof-trace", None, None, split=split, select=select)
+        raw, split, select, scaled, raw_units = by_arrow
+        return _from_table(path, raw, raw_units, header_line, "nvprof-trace", None, None, split=split, select=select,
+                           scaled=scaled)
     read = read_streamed_table(path, head, found.start, dtype={c: str for c in _TEXT_COLUMNS},
                                skiprows=[1] if units is not None else None, low_memory=False)
     if read is None:
@@ -127,12 +128,14 @@ def read_stream(path: Path, head: Head, found: Sniffed) -> Parsed | None:
 
 def _from_table(path: Path, raw: pd.DataFrame, units: list[str] | None, header_line: int, fmt: str,
                 text: str | None, table_end: int | None, split: NameSplit | None = None,
-                select: Callable[[pd.DataFrame, np.ndarray], pd.DataFrame] | None = None) -> Parsed:
+                select: Callable[[pd.DataFrame, np.ndarray], pd.DataFrame] | None = None,
+                scaled: frozenset[str] = frozenset()) -> Parsed:
     """The canonical rows of a read trace or summary table (``raw``: text columns as strings, the rest as
     the C parser read them; ``units``: the units row, if any; ``text``/``table_end``: the whole text and
     where the table ends, for the summary's device name in a table after it; ``split``: the Name column
     already split (``_arrow_table``), in which case ``raw`` holds no Name column; ``select(raw, keep)``:
-    the kept rows of ``raw``, where the reader has a cheaper way than ``raw.loc[keep]``)."""
+    the kept rows of ``raw``, where the reader has a cheaper way than ``raw.loc[keep]``; ``scaled``: number
+    columns the reader already converted to their base unit by the units row)."""
     unit_of = dict(zip(raw.columns, units)) if units else {}
     first_line = header_line + (3 if units else 2)
     info = InputFile(path=str(path), format=fmt, kernels=0)
@@ -219,7 +222,8 @@ def _from_table(path: Path, raw: pd.DataFrame, units: list[str] | None, header_l
             unknown.add(unit)
             found_unit = (1.0, "?")
         # x * 1.0 is x, and a column without values stays one (no million NaNs made for it)
-        frame[column] = numbers * found_unit[0] if found_unit[0] != 1.0 and numbers.notna().any() else numbers
+        convert = found_unit[0] != 1.0 and column not in scaled and numbers.notna().any()
+        frame[column] = numbers * found_unit[0] if convert else numbers
         kinds[column] = found_unit[1]
     if unknown:
         info.notes.append(f"unknown units kept unconverted: {', '.join(sorted(unknown))}")
@@ -361,13 +365,17 @@ RELEASE_EVERY = 8
 READ_AHEAD = 2
 
 
-def _arrow_table(path: Path, head: Head, start: int,
-                 has_units: bool) -> tuple[pd.DataFrame, NameSplit, Callable[[pd.DataFrame, np.ndarray], pd.DataFrame]] | None:
+def _arrow_table(path: Path, head: Head, start: int, units: list[str] | None
+                 ) -> tuple[pd.DataFrame, NameSplit, Callable[[pd.DataFrame, np.ndarray], pd.DataFrame],
+                            frozenset[str], list[str] | None] | None:
     """The trace table read by pyarrow's streaming CSV reader, a block at a time: the columns but Name
     as ``read_streamed_table`` gives them (numbers as float64, ``_TEXT_COLUMNS`` as text), and the Name
     column already split (``NameSplit``): its million texts are never made Python strings, only each
     row's suffix digits and the few distinct kernel names are. The number columns are rows of one float64
-    block; the third item selects kept rows by moving them down that block in place (``_kept_rows``).
+    block; the third item selects kept rows by moving them down that block in place (``_kept_rows``). A number
+    column whose unit (``units``: the units row) is not its base unit is converted as it is copied into the
+    block (the same products ``_from_table`` would make, without a million-row array made for each): the
+    fourth item names those columns, the fifth is the units row of the frame's columns (no Name column).
 
     None (the caller then takes pandas' path, which gives the same frame or says what is wrong) where
     pyarrow cannot be imported, or the table holds anything pyarrow reads otherwise than pandas' parser
@@ -383,12 +391,16 @@ def _arrow_table(path: Path, head: Head, start: int,
         return None
     pa, pa_csv = reader_modules
 
+    has_units = units is not None
     table = streamed_header(head, start, lambda *_: has_units)
     if table is None or "Name" not in table.names:
         return None
     names = table.names
     types = {name: pa.string() if name in _TEXT_COLUMNS else pa.float64() for name in names}
     numeric = [name for name in names if name not in _TEXT_COLUMNS]
+    unit_of = dict(zip(names, units)) if units else {}
+    factors = [lookup((unit_of.get(name) or "").strip()) for name in numeric]
+    scale = [None if found is None or found[0] == 1.0 else found[0] for found in factors]
     texts: dict[str, list] = {name: [] for name in names if name in _TEXT_COLUMNS and name != "Name"}
     # the numbers go straight into one block, a row per column, sized from the rows of the head
     storage = np.empty((len(numeric), _rows_expected(path, head, start, table.start)))
@@ -429,7 +441,11 @@ def _arrow_table(path: Path, head: Head, start: int,
                         if row not in filled:  # its first value: the rows before it are missing
                             storage[row, :n] = np.nan
                             filled.add(row)
-                        storage[row, n:n + m] = column.to_numpy(zero_copy_only=False)  # nulls: NaN
+                        values = column.to_numpy(zero_copy_only=False)  # nulls: NaN
+                        if scale[row] is None:
+                            storage[row, n:n + m] = values
+                        else:  # in its base unit (ms -> ns), written straight into the block
+                            np.multiply(values, scale[row], out=storage[row, n:n + m])
                     n += m
                     for name, chunks in texts.items():
                         chunks.append(batch.column(name))
@@ -452,9 +468,13 @@ def _arrow_table(path: Path, head: Head, start: int,
         elif name in texts:
             columns[name] = pd.Series(_arrow_objects(pa.chunked_array(texts.pop(name), type=pa.string())),
                                       index=index, dtype=text_dtype, copy=False)
+    pool.release_unused()  # the text columns' Arrow buffers, now Python objects, go back to the system
     frame = pd.DataFrame(columns, index=index, copy=False)  # the block's rows as they are, no copy
     empty = frozenset(name for row, name in enumerate(numeric) if row not in filled)
-    return frame, split.result(), lambda raw, keep: _kept_rows(raw, keep, storage[:, :n], numeric, empty)
+    scaled = frozenset(name for row, name in enumerate(numeric) if scale[row] is not None and row in filled)
+    frame_units = [unit for name, unit in zip(names, units) if name != "Name"] if units else None
+    return (frame, split.result(), lambda raw, keep: _kept_rows(raw, keep, storage[:, :n], numeric, empty), scaled,
+            frame_units)
 
 
 def _kept_rows(raw: pd.DataFrame, keep: np.ndarray, storage: np.ndarray, numeric: list[str],

@@ -743,7 +743,10 @@ def same_text(n: int, text: str) -> np.ndarray:
 
 
 def strip_device_index(values: pd.Series) -> pd.Series:
-    """nvprof's ``"GeForce GTX 1080 Ti (0)"`` -> ``"GeForce GTX 1080 Ti"``."""
-    codes, distinct = pd.factorize(values.astype(object))  # a trace repeats one or two device names: one regex each
+    """nvprof's ``"GeForce GTX 1080 Ti (0)"`` -> ``"GeForce GTX 1080 Ti"`` (a missing name: NaN)."""
+    from nvperf_bridge.importers.canonical import factorize_text
+
+    # a trace repeats one or two device names (a few objects): one regex each, rows told apart by object
+    codes, distinct = factorize_text(values.astype(object))
     stripped = pd.Series(distinct, dtype=object).astype(str).str.replace(_DEVICE_INDEX, "", regex=True).to_numpy()
-    return pd.Series(np.append(stripped, None)[codes], index=values.index, dtype=object).where(values.notna())
+    return pd.Series(np.append(stripped, np.nan)[codes], index=values.index, dtype=object)  # code -1: missing
