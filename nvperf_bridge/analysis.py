@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
+import numpy as np
 import pandas as pd
 
 from nvperf_bridge import __version__
@@ -172,7 +173,15 @@ def device_labels(kernels: pd.DataFrame) -> pd.Series:
     """The device of each row as text ('' where the file names none)."""
     if "device" not in kernels.columns:
         return pd.Series("", index=kernels.index, dtype="object")
-    return kernels["device"].astype("object").where(kernels["device"].notna(), "").astype(str).str.strip()
+    from nvperf_bridge.importers.canonical import factorize_text
+
+    # each distinct device text converted once (a run names a few devices over up to millions of rows),
+    # the rows then take theirs by code (-1, missing: the last entry)
+    codes, distinct = factorize_text(kernels["device"])
+    table = pd.Series([*np.asarray(distinct, dtype=object).tolist(), None], dtype="object")
+    table = table.where(table.notna(), "").astype(str).str.strip()
+    return pd.Series(table.array.take(np.where(codes < 0, len(table) - 1, codes)), index=kernels.index,
+                     name=kernels["device"].name)
 
 
 def choose_gpus(kernels: pd.DataFrame, gpu: str | None,
@@ -185,7 +194,7 @@ def choose_gpus(kernels: pd.DataFrame, gpu: str | None,
     from its rows' compute capability or its name.
     """
     dirs = tuple(profile_dirs)
-    devices = [d for d in dict.fromkeys(device_labels(kernels)) if d]
+    devices = [d for d in pd.unique(device_labels(kernels).to_numpy(dtype=object)) if d]  # in order of appearance
     if gpu:
         profile = resolve_profile(gpu, dirs)
         return [(device, profile, f"--gpu {gpu}") for device in devices] or [("", profile, f"--gpu {gpu}")]

@@ -190,7 +190,8 @@ def canonicalize(frame: pd.DataFrame, kinds: dict[str, str], notes: list[str]) -
     _derive(keep, new, parts, notes)
     # a derivation that filled gaps of a column the input already had replaces that column
     keep = keep.drop(columns=[c for c in new if c in keep.columns])
-    return pd.concat([keep, pd.DataFrame(new, index=frame.index)], axis=1)
+    # the new columns as they are (copy=False): not copied into one block, which only concat's result needs
+    return pd.concat([keep, pd.DataFrame(new, index=frame.index, copy=False)], axis=1)
 
 
 def _by_spelling(candidates: list[tuple[int, str, Alias]]) -> list[tuple[int, list[tuple[str, Alias]]]]:
@@ -535,12 +536,16 @@ def _only_str(values: np.ndarray) -> bool:
 
 
 def _assemble(columns: dict[str, pd.Series], index: pd.Index, storage: np.ndarray, raw: set[str]) -> pd.DataFrame:
-    """The frame of ``columns`` (in that order) with the raw counters kept in ``storage``, never copied.
+    """The frame of ``columns`` (in that order) with the raw counters that are rows of ``storage`` as one
+    block of their own.
 
     Raw float columns that are rows of ``storage``, in increasing row order, are
-    moved down in place to the block's first rows and become one pandas block
-    (a view). Everything else, including any column that shares memory with
-    ``storage`` but is not such a row, is copied first (a few canonical columns).
+    taken into a new block (one copy of those rows), and ``storage`` itself is let go:
+    it also holds the rows of the counters a canonical column replaced (a third of a
+    raw page's parsed counters) and the spare rows of its size estimate, which a
+    view would keep alive as long as the kernel table lives (at 100k launches 30 MB
+    of the models' peak). Everything else that shares memory with ``storage`` (a few
+    canonical columns) is copied first.
     """
     base = storage.__array_interface__["data"][0]
     stride, length = storage.strides[0], storage.shape[1]
@@ -561,12 +566,10 @@ def _assemble(columns: dict[str, pd.Series], index: pd.Index, storage: np.ndarra
         if name in taken:
             continue
         values = series.to_numpy()
-        others[name] = series.copy() if np.shares_memory(values, storage) else series
-    for k, r in enumerate(rows):
-        if k != r:
-            storage[k] = storage[r]
-    block = pd.DataFrame(storage[:len(rows)].T, columns=kept, index=index, copy=False)
-    rest = pd.DataFrame(others, index=index)
+        # within the block's bounds (may_share_memory: a bounds test, where shares_memory solves for overlap)
+        others[name] = series.copy() if np.may_share_memory(values, storage) else series
+    block = pd.DataFrame(storage[rows].T, columns=kept, index=index, copy=False)  # the rows copied out
+    rest = pd.DataFrame(others, index=index, copy=False)  # as they are, not copied into blocks of one dtype
     return pd.concat([rest, block], axis=1)[list(columns)]
 
 

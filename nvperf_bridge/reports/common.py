@@ -143,7 +143,10 @@ def full_names(kernels: pd.DataFrame) -> pd.Series:
     """The full kernel name per kernel (``kernel_name``, else the display name)."""
     if "kernel_name" in kernels.columns:
         full = kernels["kernel_name"].astype("object")
-        return full.where(full.notna() & (full.astype(str) != ""), display_names(kernels)).astype(str)
+        present = full.notna() & (full.astype(str) != "")
+        if present.all():  # the display names are needed only where a full name is missing
+            return full.astype(str)
+        return full.where(present, display_names(kernels)).astype(str)
     return display_names(kernels)
 
 
