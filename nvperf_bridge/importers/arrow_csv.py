@@ -79,9 +79,19 @@ class FileRegion:
         self.closed = True
 
 
+def rows_expected(path: Path, start: int, head: str) -> int:
+    """About how many rows the table starting at byte ``start`` holds (a little more), to size a storage
+    block before pyarrow reads it: the file's bytes from there over the bytes per line of ``head`` (the
+    text from the table's header on)."""
+    lines = max(1, head.count("\n"))
+    per_line = max(1.0, len(head.encode("utf-8")) / lines)
+    return int((path.stat().st_size - start) / per_line * 1.05) + 1024
+
+
 def plain_bytes(path: Path, start: int) -> bool:
-    """No carriage return and no NUL byte after ``start`` (those are the whole-text path's to handle), by a
-    scan of the file before it is read (``FileRegion`` checks as pyarrow reads instead)."""
+    """No carriage return and no NUL byte after ``start`` (those are the whole-text path's to handle): a scan
+    of the file, before or while pyarrow reads it (``FileRegion`` checks block by block as pyarrow reads
+    instead)."""
     buffer = bytearray(1 << 22)  # one block, refilled in place: the file is scanned, never held
     with open(path, "rb", buffering=0) as fh:
         fh.seek(start)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge.importers.arrow_csv import FileRegion, NotPlain, csv_reader
-from nvperf_bridge.importers.arrow_csv import memory_pool as _pool
+from nvperf_bridge.importers.arrow_csv import memory_pool
 
 @dataclass
 class Coded:
@@ -119,7 +119,7 @@ def read_arrow_table(path: Path, data_start: int, end: int, header: list[str], i
     valid = 0
     try:
         reader = pa_csv.open_csv(source, read_options=read_options, parse_options=parse_options,
-                                 convert_options=_text_columns(pa_csv, read_names, text_type), memory_pool=_pool())
+                                 convert_options=_text_columns(pa_csv, read_names, text_type), memory_pool=memory_pool())
         for batch in reader:
             valid += batch.num_rows
             for name in read_names:

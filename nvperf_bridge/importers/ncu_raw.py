@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge.errors import InputError
-from nvperf_bridge.importers.arrow_csv import FileRegion, NotPlain, csv_reader, memory_pool
+from nvperf_bridge.importers.arrow_csv import FileRegion, NotPlain, csv_reader, memory_pool, rows_expected
 from nvperf_bridge.importers.base import Parsed
 from nvperf_bridge.importers.canonical import to_parsed
 from nvperf_bridge.importers.sniff import Sniffed
@@ -378,7 +378,7 @@ def _arrow_columns(path: Path, start: int, file_header: list[str], header: list[
         else:
             types[raw_name] = text_type
     row_of = {i: r for r, i in enumerate(numeric)}
-    size = _rows_expected(path, start, head)
+    size = rows_expected(path, start, head)
     read = None
     for _attempt in range(len(header) + 1):
         try:
@@ -455,7 +455,7 @@ def _arrow_batches(path: Path, start: int, file_header: list[str], header: list[
         for batch in reader:
             m = batch.num_rows
             if storage is None or n + m > storage.shape[1]:
-                # the rows the head promised (``_rows_expected``); grown (copied) only when wrong
+                # the rows the head promised (``arrow_csv.rows_expected``); grown (copied) only when wrong
                 capacity = size if storage is None else (n + m) * 5 // 4 + 1024
                 grown = np.empty((rows, max(capacity, n + m)))
                 if storage is not None:
@@ -471,14 +471,6 @@ def _arrow_batches(path: Path, start: int, file_header: list[str], header: list[
     texts = {raw_name: pa.chunked_array(parts, type=types[raw_name]) for raw_name, parts in pieces.items()}
     pool.release_unused()  # the parser's block buffers go back to the system, not held for later
     return storage[:, :n], texts, n
-
-
-def _rows_expected(path: Path, start: int, head: str) -> int:
-    """About how many rows the table starting at byte ``start`` holds (a little more): the file's bytes
-    from there over the bytes per line of ``head`` (the text from the table's header on)."""
-    lines = max(1, head.count("\n"))
-    per_line = max(1.0, len(head.encode("utf-8")) / lines)
-    return int((path.stat().st_size - start) / per_line * 1.05) + 1024
 
 
 def _first_rows(head: str, has_units: bool, limit: int = 200) -> list[list[str]]:

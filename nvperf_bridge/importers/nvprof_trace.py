@@ -384,7 +384,7 @@ def _arrow_table(path: Path, head: Head, start: int, units: list[str] | None
     length stops pyarrow), ragged rows, quoted newlines, carriage returns, NUL bytes, bytes that are not
     UTF-8, a row without a name (a blank line reads so), or no rows.
     """
-    from nvperf_bridge.importers.arrow_csv import csv_reader, memory_pool, plain_bytes
+    from nvperf_bridge.importers.arrow_csv import csv_reader, memory_pool, plain_bytes, rows_expected
 
     reader_modules = csv_reader()
     if reader_modules is None:
@@ -403,7 +403,7 @@ def _arrow_table(path: Path, head: Head, start: int, units: list[str] | None
     scale = [None if found is None or found[0] == 1.0 else found[0] for found in factors]
     texts: dict[str, list] = {name: [] for name in names if name in _TEXT_COLUMNS and name != "Name"}
     # the numbers go straight into one block, a row per column, sized from the rows of the head
-    storage = np.empty((len(numeric), _rows_expected(path, head, start, table.start)))
+    storage = np.empty((len(numeric), rows_expected(path, table.start, head.text[start:])))
     filled: set[int] = set()  # the storage rows of columns with a value so far
     n = 0
     split = _ArrowNames()
@@ -506,15 +506,6 @@ def _kept_rows(raw: pd.DataFrame, keep: np.ndarray, storage: np.ndarray, numeric
 def _missing(n: int) -> np.ndarray:
     """``n`` missing numbers that take no memory (one NaN seen ``n`` times, read-only)."""
     return np.broadcast_to(np.float64(np.nan), (n,))
-
-
-def _rows_expected(path: Path, head: Head, start: int, table_start: int) -> int:
-    """About how many rows the table holding the head's text from character ``start`` on has: the file's
-    bytes after the table's start over the bytes per row of the head's rows (a little more)."""
-    rows = head.text.count("\n", start)
-    size = path.stat().st_size - table_start
-    per_row = max(1.0, len(head.text[start:].encode("utf-8")) / max(1, rows))
-    return int(size / per_row * 1.05) + 1024
 
 
 def _arrow_objects(column) -> np.ndarray:
