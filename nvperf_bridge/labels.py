@@ -138,7 +138,7 @@ def factorize_by_identity(array: np.ndarray, most: int, use_na_sentinel: bool = 
     return codes[id_codes], distinct
 
 
-def factorize_text(values: pd.Series) -> np.ndarray:
+def text_codes(values: pd.Series) -> np.ndarray:
     """``pd.factorize(values, use_na_sentinel=False)[0]`` of a text column, by the addresses of its
     objects where it holds few (``factorize_by_identity``)."""
     array = getattr(values.array, "_ndarray", None)  # pandas' python-backed strings, or object
@@ -236,4 +236,4 @@ def column(values: Any, index: pd.Index, owned: bool = False) -> pd.Series:
     return pd.Series(array, index=index, copy=False)
 
 
-__all__ = ["addresses", "all_text", "choice_codes", "column", "distinct_objects", "factorize_text", "full", "rows_holding", "render", "select", "take", "text_array", "text_dtype", "where"]
+__all__ = ["addresses", "all_text", "choice_codes", "column", "distinct_objects", "full", "rows_holding", "render", "select", "take", "text_array", "text_codes", "text_dtype", "where"]

@@ -130,7 +130,7 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge import blas_threads
-from nvperf_bridge.labels import factorize_text
+from nvperf_bridge.labels import text_codes
 from nvperf_bridge.errors import ModelError
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
@@ -975,7 +975,7 @@ def _training_rows(train: pd.DataFrame, coalesced: float, t_ns: np.ndarray,
     if not keys or len(train) < 2:  # every launch its own group: nothing to merge
         return Distinct.each(len(train)), feature_table(train, coalesced), t_ns, _kernel_groups(train)
     sources = [c for c in SOURCE_COLUMNS if c in train.columns]
-    names = factorize_text(train[keys[0]]).astype(np.float64)  # pd.factorize's codes, by address (speed only)
+    names = text_codes(train[keys[0]]).astype(np.float64)  # pd.factorize's codes, by address (speed only)
     # every column as the feature table and the groups read it (numeric conversion, as column_or_nan)
     numeric = [train[c].to_numpy() if train[c].dtype == np.float64 else column_or_nan(train, c).to_numpy()
                for c in dict.fromkeys(sources + keys[1:])]

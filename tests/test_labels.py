@@ -75,15 +75,15 @@ def test_distinct_objects_find_a_columns_few_strings_and_the_rows_holding_them()
     assert distinct_objects(take(["x"], np.zeros(5, dtype=int)), limit=0) is None
 
 
-def test_factorize_text_gives_pandas_codes_by_address() -> None:
+def test_text_codes_gives_pandas_codes_by_address() -> None:
     """Codes in order of first appearance, equal strings one code wherever they sit, NaN its own code."""
-    from nvperf_bridge.labels import factorize_text
+    from nvperf_bridge.labels import text_codes
 
     names = ["kernel_b", "kernel_a", "".join(["kernel", "_b"]), np.nan, "kernel_a", "kernel_c", np.nan]
     series = pd.Series(np.array(names * 50, dtype=object), dtype="str")
-    np.testing.assert_array_equal(factorize_text(series), pd.factorize(series, use_na_sentinel=False)[0])
+    np.testing.assert_array_equal(text_codes(series), pd.factorize(series, use_na_sentinel=False)[0])
     as_object = pd.Series(np.array(names, dtype=object), dtype=object)
-    np.testing.assert_array_equal(factorize_text(as_object), pd.factorize(as_object, use_na_sentinel=False)[0])
+    np.testing.assert_array_equal(text_codes(as_object), pd.factorize(as_object, use_na_sentinel=False)[0])
 
 
 def test_an_owned_text_column_is_wrapped_and_anything_else_copied() -> None:
