@@ -102,6 +102,13 @@ IDENTITY_COLUMNS: tuple[str, ...] = (
     "kernel_id", "kernel_name", "kernel", "source", "source_row", "device", "cc", "invocations", "derived",
 )
 
+# Columns the launch geometry (nvperf_bridge.launch) reads: a change in any of them means another geometry,
+# so an evaluation shared within a run (model.evaluate_shared) is keyed on them too.
+GEOMETRY_INPUT_COLUMNS: tuple[str, ...] = (
+    "grid_blocks", "block_threads", "registers_per_thread", "shared_mem_per_block_bytes", "achieved_occupancy",
+    "theoretical_occupancy",
+)
+
 
 def collecting_metric(column: str, profiler: str = "ncu") -> str:
     """The ncu (or nvprof) metric that collects a canonical column, for messages."""

@@ -48,6 +48,7 @@ import pandas as pd
 
 from nvperf_bridge import labels
 from nvperf_bridge.column_pool import compact
+from nvperf_bridge.columns import GEOMETRY_INPUT_COLUMNS
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.model import column_or_nan
 from nvperf_bridge.occupancy import frame_occupancy_arrays
@@ -56,10 +57,6 @@ from nvperf_bridge.occupancy import frame_occupancy_arrays
 N_FROM_ACHIEVED = "achieved_occupancy"
 N_FROM_THEORETICAL = "theoretical_occupancy"
 N_FROM_CALCULATOR = "occupancy calculator"
-
-# Canonical columns the geometry reads (a change in any of them means another geometry).
-INPUT_COLUMNS = ("grid_blocks", "block_threads", "registers_per_thread", "shared_mem_per_block_bytes",
-                 "achieved_occupancy", "theoretical_occupancy")
 
 # The calculator's per-resource block limits and allocations, carried into the geometry for reports and advice.
 _CALCULATOR_COLUMNS = ("blocks_limit_warps", "blocks_limit_registers", "blocks_limit_shared_mem",
@@ -170,7 +167,7 @@ def _fingerprint(kernels: pd.DataFrame, gpu: GpuProfile) -> tuple | None:
     is not a plain numpy array (then nothing is shared and the geometry is recomputed).
     """
     parts: list[object] = [id(gpu), len(kernels)]
-    for name in INPUT_COLUMNS:
+    for name in GEOMETRY_INPUT_COLUMNS:
         if name not in kernels.columns:
             parts.append(None)
             continue

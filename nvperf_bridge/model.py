@@ -47,7 +47,7 @@ import pandas as pd
 if int(pd.__version__.split(".")[0]) < 3:
     pd.set_option("mode.copy_on_write", True)
 
-from nvperf_bridge.columns import describe_missing
+from nvperf_bridge.columns import GEOMETRY_INPUT_COLUMNS, describe_missing
 from nvperf_bridge.gpu import GpuProfile, ModelConstant
 
 BOTTLENECKS: tuple[str, ...] = (
@@ -384,10 +384,9 @@ def shared_evaluations() -> Iterator[None]:
 def _evaluation_key(model: Any, kernels: pd.DataFrame, gpu: GpuProfile,
                     options: Mapping[str, Any]) -> tuple[tuple, list[np.ndarray]] | None:
     """The identity of one evaluation, or None when it cannot be told (then nothing is shared)."""
-    from nvperf_bridge.launch import INPUT_COLUMNS
-
     requires = getattr(model, "requires", None)
-    names = dict.fromkeys((*getattr(requires, "required", ()), *getattr(requires, "optional", ()), *INPUT_COLUMNS))
+    names = dict.fromkeys((*getattr(requires, "required", ()), *getattr(requires, "optional", ()),
+                           *GEOMETRY_INPUT_COLUMNS))
     try:
         parts: list[object] = [id(model), id(gpu), len(kernels), json.dumps(dict(options), sort_keys=True)]
     except (TypeError, ValueError):
