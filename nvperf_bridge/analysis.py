@@ -33,6 +33,7 @@ from nvperf_bridge.datasheet import fallback_profile
 from nvperf_bridge.errors import ModelError, NvperfError, UsageError
 from nvperf_bridge.gpu import GpuProfile, load_profiles, match_device, match_reason, resolve_profile
 from nvperf_bridge.kernelframe import ImportResult, InputFile
+from nvperf_bridge.labels import factorize_text
 from nvperf_bridge.model import (
     ResolvedConstant,
     evaluate_shared,
@@ -173,8 +174,6 @@ def device_labels(kernels: pd.DataFrame) -> pd.Series:
     """The device of each row as text ('' where the file names none)."""
     if "device" not in kernels.columns:
         return pd.Series("", index=kernels.index, dtype="object")
-    from nvperf_bridge.importers.canonical import factorize_text
-
     # each distinct device text converted once (a run names a few devices over up to millions of rows),
     # the rows then take theirs by code (-1, missing: the last entry)
     codes, distinct = factorize_text(kernels["device"])

@@ -138,6 +138,22 @@ def factorize_by_identity(array: np.ndarray, most: int, use_na_sentinel: bool = 
     return codes[id_codes], distinct
 
 
+FACTORIZE_BY_IDENTITY_FROM = 10_000  # rows from which factorize_text looks at object identity first
+
+
+def factorize_text(values: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(values)`` (codes in order of first appearance, -1 where missing; the distinct
+    values), fast for a long text column that repeats a few Python string objects, as the kernel names
+    of a trace or a raw page do (made from their distinct names): pandas hashes every row's whole text
+    (0.3 CPU s for a million names of a few hundred characters), so rows are first told apart by
+    object identity (``id``, an integer per row) and only the distinct objects are factorized by text.
+    The same answer for any column; a column of all different objects only pays the identity pass.
+    """
+    array = values.to_numpy(dtype=object) if isinstance(values, pd.Series) else np.asarray(values, dtype=object)
+    found = factorize_by_identity(array, len(array) // 2) if len(array) >= FACTORIZE_BY_IDENTITY_FROM else None
+    return found if found is not None else pd.factorize(array)
+
+
 def text_codes(values: pd.Series) -> np.ndarray:
     """``pd.factorize(values, use_na_sentinel=False)[0]`` of a text column, by the addresses of its
     objects where it holds few (``factorize_by_identity``)."""
@@ -236,4 +252,4 @@ def column(values: Any, index: pd.Index, owned: bool = False) -> pd.Series:
     return pd.Series(array, index=index, copy=False)
 
 
-__all__ = ["addresses", "all_text", "choice_codes", "column", "distinct_objects", "full", "rows_holding", "render", "select", "take", "text_array", "text_codes", "text_dtype", "where"]
+__all__ = ["addresses", "all_text", "choice_codes", "column", "distinct_objects", "factorize_text", "full", "rows_holding", "render", "select", "take", "text_array", "text_codes", "text_dtype", "where"]

@@ -1,4 +1,4 @@
-"""``canonical.factorize_text`` and ``map_text``: what ``pd.factorize`` and ``Series.map`` give, for columns
+"""``labels.factorize_text`` and ``map_text``: what ``pd.factorize`` and ``Series.map`` give, for columns
 long enough to take the object-identity pass (a trace's million kernel names) and for short ones."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nvperf_bridge.importers.canonical import FACTORIZE_BY_IDENTITY_FROM, factorize_text, map_text, short_names
+from nvperf_bridge.importers.canonical import map_text, short_names
+from nvperf_bridge.labels import FACTORIZE_BY_IDENTITY_FROM, factorize_text
 from nvperf_bridge.text_storage import python_text
 
 N = FACTORIZE_BY_IDENTITY_FROM + 5

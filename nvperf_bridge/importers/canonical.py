@@ -23,6 +23,7 @@ import pandas as pd
 from nvperf_bridge.columns import CANONICAL_COLUMNS, IDENTITY_COLUMNS
 from nvperf_bridge.importers.base import Parsed
 from nvperf_bridge.kernelframe import InputFile
+from nvperf_bridge.labels import factorize_text
 
 
 @dataclass(frozen=True)
@@ -428,24 +429,6 @@ def map_text(values: pd.Series, func: Callable[[str], object],
     mapping = pd.Series(dict(zip(distinct, map(func, distinct))))
     taken = pd.api.extensions.take(mapping.array, codes, allow_fill=True)
     return pd.Series(taken, index=values.index, name=values.name)
-
-
-FACTORIZE_BY_IDENTITY_FROM = 10_000  # rows from which factorize_text looks at object identity first
-
-
-def factorize_text(values: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``pd.factorize(values)`` (codes in order of first appearance, -1 where missing; the distinct
-    values), fast for a long text column that repeats a few Python string objects, as the kernel names
-    of a trace or a raw page do (made from their distinct names): pandas hashes every row's whole text
-    (0.3 CPU s for a million names of a few hundred characters), so rows are first told apart by
-    object identity (``id``, an integer per row) and only the distinct objects are factorized by text.
-    The same answer for any column; a column of all different objects only pays the identity pass.
-    """
-    from nvperf_bridge.labels import factorize_by_identity
-
-    array = values.to_numpy(dtype=object) if isinstance(values, pd.Series) else np.asarray(values, dtype=object)
-    found = factorize_by_identity(array, len(array) // 2) if len(array) >= FACTORIZE_BY_IDENTITY_FROM else None
-    return found if found is not None else pd.factorize(array)
 
 
 def _short_one(name: str) -> str:

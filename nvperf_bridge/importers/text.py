@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge.errors import InputError
+from nvperf_bridge.labels import factorize_text
 
 # ---- reading -------------------------------------------------------------------
 
@@ -744,8 +745,6 @@ def same_text(n: int, text: str) -> np.ndarray:
 
 def strip_device_index(values: pd.Series) -> pd.Series:
     """nvprof's ``"GeForce GTX 1080 Ti (0)"`` -> ``"GeForce GTX 1080 Ti"`` (a missing name: NaN)."""
-    from nvperf_bridge.importers.canonical import factorize_text
-
     # a trace repeats one or two device names (a few objects): one regex each, rows told apart by object
     codes, distinct = factorize_text(values.astype(object))
     stripped = pd.Series(distinct, dtype=object).astype(str).str.replace(_DEVICE_INDEX, "", regex=True).to_numpy()

@@ -15,7 +15,7 @@ import pandas as pd
 from pandas.api.types import infer_dtype
 
 from nvperf_bridge.analysis import Analysis, ModelRun
-from nvperf_bridge.importers.canonical import factorize_text
+from nvperf_bridge.labels import factorize_text
 from nvperf_bridge.model import RESULT_COLUMNS
 from nvperf_bridge.reports.number_text import format_number
 
