@@ -133,7 +133,7 @@ class Analysis:
         """Per kernel: does a column the model reads (required or optional) carry the measured time
         through a derivation? ``duration_ns`` itself is the target a model is judged on (Kerr trains
         on the other kernels' times), not an input, and is not counted."""
-        from nvperf_bridge.importers.canonical import time_derived_any
+        from nvperf_bridge.importers.derivations import time_derived_any
 
         read = [c for c in (*run.requires, *run.optional) if c != "duration_ns" and c in self.kernels.columns]
         return time_derived_any(self.kernels, read)  # one pass over the derived text for all of them

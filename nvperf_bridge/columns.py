@@ -91,7 +91,7 @@ CANONICAL_COLUMNS: dict[str, Column] = {row[0]: Column(*row) for row in _TABLE}
 # elapsed or active over the launch (and warps accumulated per cycle), the clock, and fractions
 # of peak over the elapsed time. They are counted, not derived, but a model whose prediction is
 # judged against the measured time must not read them (Kerr's feature list excludes them too).
-# Derived values computed from these are marked per kernel in ``derived`` (importers/canonical.py).
+# Derived values computed from these are marked per kernel in ``derived`` (importers/derivations.py).
 TIME_MEASURES: frozenset[str] = frozenset({
     "duration_ns", "sm_cycles", "sm_cycles_sum", "sm_active_cycles_sum", "warps_active_sum", "sm_clock_hz",
     "sol_sm_fraction", "sol_memory_fraction", "sol_dram_fraction", "sol_l2_fraction", "sol_l1tex_fraction",

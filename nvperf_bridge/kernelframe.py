@@ -63,7 +63,7 @@ class ImportResult:
     @property
     def derived_from(self) -> dict[str, dict]:
         """Per derived canonical column: formulas, input counters, kernels, and whether any value is
-        time-derived (from the duration or a rate over it). See ``importers.canonical.derived_from``."""
-        from nvperf_bridge.importers.canonical import derived_from
+        time-derived (from the duration or a rate over it). See ``importers.derivations.derived_from``."""
+        from nvperf_bridge.importers.derivations import derived_from
 
         return derived_from(self.kernels, [n for f in self.inputs for n in f.notes])

@@ -23,7 +23,7 @@ Fractions of the global sectors (each in [0, 1], summing to 1)::
 L2 and DRAM counters include traffic that is not global (texture, local spills, atomics), so
 each ratio is clipped: a kernel whose DRAM traffic exceeds its global sectors is all DRAM.
 A kernel without DRAM counters gets ``f_dram = 1`` (the paper's assumption) and says so; so does a
-kernel whose DRAM or L2 bytes were computed from its own duration (``importers.canonical.time_derived``:
+kernel whose DRAM or L2 bytes were computed from its own duration (``importers.derivations.time_derived``:
 e.g. ncu's throughput x duration), which must never reach its prediction.
 """
 
@@ -77,7 +77,7 @@ def served_fractions(kernels: pd.DataFrame, sectors: pd.Series) -> dict[str, pd.
 
 def _served_fractions(kernels: pd.DataFrame, sectors: pd.Series) -> dict[str, pd.Series]:
     """``served_fractions`` computed."""
-    from nvperf_bridge.importers.canonical import time_derived_any
+    from nvperf_bridge.importers.derivations import time_derived_any
 
     index = kernels.index
     dram_sectors = dram_bytes(kernels) / SECTOR_BYTES

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nvperf_bridge.importers import read_profiles
-from nvperf_bridge.importers.canonical import time_derived, without_time_derived
+from nvperf_bridge.importers.derivations import time_derived, without_time_derived
 
 HEAD = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",' \
        '"Device","CC",'

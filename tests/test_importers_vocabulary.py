@@ -110,7 +110,7 @@ def _pair(tmp_path: Path, metrics: list[tuple[str, str]]) -> list[Path]:
 
 
 def test_dram_bytes_from_throughput_and_duration_are_marked_time_derived(tmp_path: Path) -> None:
-    from nvperf_bridge.importers.canonical import time_derived, without_time_derived
+    from nvperf_bridge.importers.derivations import time_derived, without_time_derived
 
     result = read_profiles(_pair(tmp_path, [("dram_read_throughput", "4.000000GB/s"),
                                             ("dram_write_throughput", "2.000000GB/s"), ("inst_executed", "1000")]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from nvperf_bridge.cli import main
-from nvperf_bridge.importers.canonical import aliases
+from nvperf_bridge.importers.aliases import aliases
 
 
 def test_ncu_command_covers_model_inputs_and_is_readable_back(capsys) -> None:
@@ -42,7 +42,7 @@ def test_nvprof_asks_only_for_what_the_importers_read(capsys) -> None:
     (counters.NVPROF_RAW_INPUTS); a name no importer reads is listed under not_mapped, not asked for;
     no event is asked (event names differ per compute capability and nvprof stops on an unknown one)."""
     from nvperf_bridge.counters import NVPROF_RAW_INPUTS
-    from nvperf_bridge.importers.canonical import alias_metrics
+    from nvperf_bridge.importers.aliases import alias_metrics
 
     assert main(["metrics", "--profiler", "nvprof", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -158,7 +158,7 @@ def test_no_input_of_the_estimate_is_time_derived_on_the_corpus(realdata_dir: Pa
     from the kernel's duration or a rate over it (the time in disguise would flatter the CV figures)."""
     from nvperf_bridge.calibration import measured_ns
     from nvperf_bridge.discovery import read_inputs
-    from nvperf_bridge.importers.canonical import derived_from
+    from nvperf_bridge.importers.derivations import derived_from
 
     corpus = realdata_dir / "magus-corpus"
     imported = read_inputs([corpus / "metrics_rodinia_backprop.csv", corpus / "traces_rodinia_backprop.csv",

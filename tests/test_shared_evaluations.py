@@ -59,23 +59,23 @@ def test_outside_a_block_nothing_is_kept(kernels) -> None:
 def test_the_derived_texts_are_factorised_once_per_run_with_the_same_masks(realdata_dir: Path, monkeypatch) -> None:
     """time_derived_any asks about one frame once per model and counter group: within a run the
     derivation texts are factorised once (model.run_value), and every mask is the one computed alone."""
-    from nvperf_bridge.importers import canonical
+    from nvperf_bridge.importers import derivations
 
     # Nsight Compute's log where DRAM bytes are throughput x duration: time-derived on every kernel
     log = realdata_dir / "optimal_unified_memory" / "optimal_unified_memory__cfd__nsight_cfd_097K.log"
     kernels = read_profiles([log]).kernels
     groups = [["dram_bytes", "dram_read_bytes"], ["l2_read_bytes", "l2_write_bytes"], ["inst_executed"]]
-    alone = [canonical.time_derived_any(kernels, names) for names in groups]
+    alone = [derivations.time_derived_any(kernels, names) for names in groups]
     assert alone[0].all() and not alone[2].any()
     calls = []
     real = pd.factorize
-    monkeypatch.setattr(canonical.pd, "factorize", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(derivations.pd, "factorize", lambda *a, **k: calls.append(1) or real(*a, **k))
     with shared_evaluations():
-        shared = [canonical.time_derived_any(kernels, names) for names in groups]
+        shared = [derivations.time_derived_any(kernels, names) for names in groups]
     assert len(calls) == 1
     for mask, own in zip(shared, alone):
         pd.testing.assert_series_equal(mask, own)
-    canonical.time_derived_any(kernels, groups[0])  # the run is over: computed again
+    derivations.time_derived_any(kernels, groups[0])  # the run is over: computed again
     assert len(calls) == 2
 
 

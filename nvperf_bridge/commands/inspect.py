@@ -69,7 +69,7 @@ def build_report(result, gpu: str | None) -> dict:
 
 def _coverage(f, kernels) -> dict:
     """What became of one file's counters: mapped (to what), unmapped (by name), derived, unparsed."""
-    from nvperf_bridge.importers.canonical import derived_from
+    from nvperf_bridge.importers.derivations import derived_from
 
     rows = kernels[kernels["source"] == f.path] if "source" in kernels.columns else kernels.iloc[:0]
     return {

@@ -47,7 +47,7 @@ def metrics_command(
     columns = [c for c in columns if c in CANONICAL_COLUMNS and c not in IDENTITY_COLUMNS]
 
     from nvperf_bridge.counters import NVPROF_RAW_INPUTS
-    from nvperf_bridge.importers.canonical import alias_metrics
+    from nvperf_bridge.importers.aliases import alias_metrics
 
     # what the importers map (data/metric_aliases.csv) or the models read under nvprof's own name
     readable = alias_metrics() | frozenset(NVPROF_RAW_INPUTS)

@@ -1,4 +1,5 @@
-"""From profiler names to canonical columns: the alias table, derivations, final types.
+"""From profiler names to canonical columns: renamed through the alias tables (``importers.aliases``),
+derived (``importers.derivations``), assembled with their final types.
 
 Every importer hands over a wide frame whose identity columns are already
 canonical (``kernel_name``, ``kernel_id``, ``source``, ...) and whose metric
@@ -12,137 +13,17 @@ profiler name.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
-from typing import Callable, Iterable
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 from nvperf_bridge.columns import CANONICAL_COLUMNS, IDENTITY_COLUMNS
+from nvperf_bridge.importers.aliases import Alias, map_counters, resolve_alias
 from nvperf_bridge.importers.base import Parsed
+from nvperf_bridge.importers.derivations import DERIVATIONS, INPUT_SPEC, TIME_MARK
 from nvperf_bridge.kernelframe import InputFile
 from nvperf_bridge.labels import factorize_text
-
-
-@dataclass(frozen=True)
-class Alias:
-    metric: str
-    target: str  # canonical column, "_part" used by a derivation, or the metric itself (converted in place)
-    scale: float
-    kind: str  # required base unit of the value ("" = any)
-    order: int  # position in the tables: earlier wins
-
-
-def _read_table(name: str) -> pd.DataFrame:
-    with resources.files("nvperf_bridge").joinpath(f"data/{name}").open("r", encoding="utf-8") as fh:
-        return pd.read_csv(fh, comment="#", dtype=str, keep_default_na=False)
-
-
-@lru_cache(maxsize=1)
-def _tables() -> tuple[dict[str, tuple[Alias, ...]], tuple[tuple[re.Pattern[str], Alias], ...]]:
-    """The metric table, then the nvprof event table: exact names, and the ``*`` subpartition patterns."""
-    exact: dict[str, list[Alias]] = {}
-    patterns: list[tuple[re.Pattern[str], Alias]] = []
-    order = 0
-    for table, name_col in ((_read_table("metric_aliases.csv"), "metric"), (_read_table("nvprof_events.csv"), "event")):
-        for row in table.itertuples(index=False):
-            name = getattr(row, name_col)
-            alias = Alias(name, row.target, float(row.scale or 1), row.kind, order)
-            order += 1
-            if "*" in name:
-                patterns.append((re.compile("^" + re.escape(name).replace(r"\*", r"(\d+)") + "$"), alias))
-            else:
-                exact.setdefault(name, []).append(alias)
-    return {k: tuple(v) for k, v in exact.items()}, tuple(patterns)
-
-
-def aliases() -> dict[str, tuple[Alias, ...]]:
-    """Every exact profiler name of both tables -> its rows (one per base-unit kind it applies to)."""
-    return _tables()[0]
-
-
-def _resolve(col: str, kind: str | None) -> Alias | None:
-    """The table row that applies to column ``col`` whose values have base unit ``kind``."""
-    rows = _tables()[0].get(col)
-    if rows is None:
-        for pattern, alias in _tables()[1]:
-            if pattern.match(col):
-                rows = (alias,)
-                break
-        else:
-            return None
-    for alias in rows:
-        if not alias.kind or kind is None or kind == alias.kind:
-            return alias
-    return None
-
-
-def map_counters(columns: list[str] | pd.Index, kinds: dict[str, str]) -> dict[str, str | None]:
-    """Where each profiler column goes: a canonical column, a derivation part ("_..."), itself
-    (a level converted in place) or None (no canonical name: kept raw under its own name)."""
-    out: dict[str, str | None] = {}
-    for col in columns:
-        if col in IDENTITY_COLUMNS or col == "derived":
-            continue
-        if col in CANONICAL_COLUMNS:
-            out[col] = col
-            continue
-        alias = _resolve(col, kinds.get(col))
-        out[col] = None if alias is None else alias.target
-    return out
-
-
-@dataclass(frozen=True)
-class Derivation:
-    """One way to compute a canonical column from others (see ``DERIVATIONS``)."""
-
-    target: str
-    operation: str
-    inputs: tuple[str, ...]
-    formula: str  # what inspect shows ("" = assembling a launch shape: not recorded as derived)
-    time: bool = False  # uses the kernel's duration, or a rate measured over it (throughput, IPC)
-
-
-# Derived canonical columns, as data. Operations:
-#   sum / product: every input must be present (a missing part is missing, not 0)
-#   weighted: sum of input*weight, inputs given as "name*weight"
-#   ratio: inputs[0] / inputs[1] * factor ("name*factor" on the first input)
-#   requests: transactions / transactions-per-request, where no transactions means
-#     no requests (nvprof reports 0 per request for a kernel that never touches
-#     that memory, and 0 / 0 must read as 0 requests, not as a missing counter)
-#   warps: inputs[0] x grid_blocks x ceil(block_threads / 32)
-# A derivation only fills values still missing: a counted value always wins. Rows run in
-# order, so a later one can use an earlier one's output; an output computed from a
-# time-derived input is time-derived too (per kernel).
-DERIVATIONS: tuple[Derivation, ...] = (
-    Derivation("shared_mem_per_block_bytes", "sum", ("_smem_static_bytes", "_smem_dynamic_bytes"), ""),
-    Derivation("grid_blocks", "product", ("_grid_x", "_grid_y", "_grid_z"), ""),
-    Derivation("block_threads", "product", ("_block_x", "_block_y", "_block_z"), ""),
-    Derivation("duration_ns", "ratio", ("sm_cycles*1e9", "sm_clock_hz"), "duration_ns = sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second (no duration counter in the input)", time=True),
-    Derivation("dram_read_bytes", "product", ("_dram_read_per_s*1e-9", "duration_ns"), "dram_read_bytes = DRAM read throughput x duration (dram_read_throughput or dram__bytes_read.sum.per_second)", time=True),
-    Derivation("dram_write_bytes", "product", ("_dram_write_per_s*1e-9", "duration_ns"), "dram_write_bytes = DRAM write throughput x duration (dram_write_throughput or dram__bytes_write.sum.per_second)", time=True),
-    Derivation("dram_bytes", "sum", ("dram_read_bytes", "dram_write_bytes"), "dram_bytes = dram_read_bytes + dram_write_bytes"),
-    Derivation("dram_bytes", "product", ("_dram_per_s*1e-9", "duration_ns"), "dram_bytes = DRAM throughput x duration (dram__bytes.sum.per_second or ncu Memory Throughput in byte/second)", time=True),
-    Derivation("flop_sp", "weighted", ("_ffma*2", "_fadd*1", "_fmul*1"), "flop_sp = 2 x ffma + fadd + fmul (thread-level SASS counts)"),
-    Derivation("flop_dp", "weighted", ("_dfma*2", "_dadd*1", "_dmul*1"), "flop_dp = 2 x dfma + dadd + dmul (thread-level SASS counts)"),
-    Derivation("flop_hp", "weighted", ("_hfma*2", "_hadd*1", "_hmul*1"), "flop_hp = 2 x hfma + hadd + hmul (thread-level SASS counts)"),
-    Derivation("inst_global_ld", "requests", ("global_ld_sectors", "_gld_per_request"), "inst_global_ld = gld_transactions / gld_transactions_per_request"),
-    Derivation("inst_global_st", "requests", ("global_st_sectors", "_gst_per_request"), "inst_global_st = gst_transactions / gst_transactions_per_request"),
-    Derivation("inst_shared_ld", "requests", ("shared_ld_wavefronts", "_shared_ld_per_request"), "inst_shared_ld = shared_load_transactions / shared_load_transactions_per_request"),
-    Derivation("inst_shared_st", "requests", ("shared_st_wavefronts", "_shared_st_per_request"), "inst_shared_st = shared_store_transactions / shared_store_transactions_per_request"),
-    Derivation("inst_local_ld", "requests", ("local_ld_sectors", "_local_ld_per_request"), "inst_local_ld = local_load_transactions / local_load_transactions_per_request"),
-    Derivation("inst_local_st", "requests", ("local_st_sectors", "_local_st_per_request"), "inst_local_st = local_store_transactions / local_store_transactions_per_request"),
-    Derivation("inst_issued", "weighted", ("_inst_issued1*1", "_inst_issued2*2"), "inst_issued = inst_issued1 + 2 x inst_issued2 (single- and dual-issue cycles)"),
-    Derivation("inst_executed", "product", ("_inst_per_warp", "warps_launched"), "inst_executed = inst_per_warp x warps_launched"),
-    Derivation("inst_executed", "warps", ("_inst_per_warp", "grid_blocks", "block_threads"), "inst_executed = inst_per_warp x grid_blocks x ceil(block_threads / 32)"),
-    Derivation("inst_executed", "product", ("_executed_ipc", "sm_active_cycles_sum"), "inst_executed = executed_ipc x active_cycles (IPC is a rate over the kernel's cycles)", time=True),
-    Derivation("inst_issued", "product", ("_issued_ipc", "sm_active_cycles_sum"), "inst_issued = issued_ipc x active_cycles (IPC is a rate over the kernel's cycles)", time=True),
-)
-
-TIME_MARK = " (time)"
-_WEIGHT = re.compile(r"^(?P<name>[^*]+)(?:\*(?P<w>[-+0-9.eE]+))?$")
 
 
 def canonicalize(frame: pd.DataFrame, kinds: dict[str, str], notes: list[str]) -> pd.DataFrame:
@@ -163,7 +44,7 @@ def canonicalize(frame: pd.DataFrame, kinds: dict[str, str], notes: list[str]) -
     for col, target in targets.items():
         if target is None or col in CANONICAL_COLUMNS:
             continue
-        alias = _resolve(col, kinds.get(col))
+        alias = resolve_alias(col, kinds.get(col))
         assert alias is not None
         if target == col:  # a level kept under its own name, rescaled (0-10 -> 0..1)
             scaled[col] = pd.to_numeric(frame[col], errors="coerce") * alias.scale
@@ -258,7 +139,7 @@ def _derive(frame: pd.DataFrame, new: dict[str, pd.Series], parts: dict[str, pd.
     for d in DERIVATIONS:
         terms = []
         for spec in d.inputs:
-            m = _WEIGHT.match(spec)
+            m = INPUT_SPEC.match(spec)
             assert m is not None
             terms.append((m.group("name"), float(m.group("w") or 1)))
         series = [_get(frame, new, parts, name) for name, _ in terms]
@@ -310,96 +191,6 @@ def _derive(frame: pd.DataFrame, new: dict[str, pd.Series], parts: dict[str, pd.
         codes, distinct = pd.factorize(text, use_na_sentinel=False)  # one object per distinct mark, shared by its rows
         out = pd.Series(np.asarray(distinct, dtype=object)[codes], index=frame.index, dtype=object)
         new["derived"] = out.where(out != "", None)
-
-
-def derived_from(kernels: pd.DataFrame, notes: list[str] | None = None) -> dict[str, dict]:
-    """The derivation record per canonical column: which formulas, from which counters, how many
-    kernels, and how many of them are time-derived (from the duration or a rate over it).
-
-    ``notes`` (the input files' notes) narrows the formulas to those that were used.
-    A model input used to judge accuracy must not be time-derived: see ``time_derived``.
-    """
-    if "derived" not in kernels.columns:
-        return {}
-    text = kernels["derived"].dropna().astype(str)
-    if text.empty:
-        return {}
-    labels = text.str.split("; ").explode()
-    counts = labels.value_counts()
-    out: dict[str, dict] = {}
-    for d in DERIVATIONS:
-        if not d.formula or d.target in out:
-            continue
-        plain, timed = int(counts.get(d.target, 0)), int(counts.get(d.target + TIME_MARK, 0))
-        if not plain and not timed:
-            continue
-        ways = [x for x in DERIVATIONS if x.target == d.target and x.formula]
-        used = [x for x in ways if notes is None or x.formula in notes] or ways
-        out[d.target] = {
-            "formulas": [x.formula for x in used],
-            "inputs": sorted({_input_name(i) for x in used for i in x.inputs}),
-            "kernels": plain + timed,
-            "time_derived_kernels": timed,
-            "time_derived": timed > 0,
-        }
-    return out
-
-
-def _input_name(spec: str) -> str:
-    """A derivation input as the user knows it: a canonical column, or the profiler counters of a part."""
-    m = _WEIGHT.match(spec)
-    assert m is not None
-    name = m.group("name")
-    if not name.startswith("_"):
-        return name
-    feeding = sorted(a.metric for rows in aliases().values() for a in rows if a.target == name)
-    return " or ".join(feeding) or name
-
-
-def time_derived(kernels: pd.DataFrame, column: str) -> pd.Series:
-    """Per kernel: is ``column``'s value computed from the duration or a rate over it?
-
-    The accuracy benchmark blanks these values (``without_time_derived``) so the
-    measured time never reaches a prediction through a derived counter.
-    """
-    return time_derived_any(kernels, [column])
-
-
-def time_derived_any(kernels: pd.DataFrame, columns: Iterable[str]) -> pd.Series:
-    """Per kernel: is any of ``columns`` computed from the duration (``time_derived`` of each, or-ed)?
-    One pass over the ``derived`` text for all of them (a model reads a dozen columns)."""
-    names = list(dict.fromkeys(columns))
-    if "derived" not in kernels.columns or not names:
-        return pd.Series(False, index=kernels.index)
-    from nvperf_bridge.model import memory_key, run_value
-
-    # a frame repeats a few derivation records: the pattern is searched once per distinct text, not per
-    # kernel (asked per model about 20 times per report; per kernel it cost seconds at 100k launches);
-    # within one run of the models the texts are factorised once (model.run_value), and by the few string
-    # objects the rows share (factorize_text: the report asks again outside the run; speed only)
-    derived = kernels["derived"].to_numpy(dtype=object)
-    codes, distinct = run_value(("derived texts", memory_key(derived)), [derived],
-                                lambda: factorize_text(derived))
-    alternatives = "|".join(re.escape(name) for name in names)
-    pattern = re.compile(f"(?:^|; )(?:{alternatives}){re.escape(TIME_MARK)}")
-    hits = np.array([pattern.search(str(text)) is not None for text in distinct.tolist()] + [False], dtype=bool)
-    return pd.Series(hits[codes], index=kernels.index)  # code -1 (missing) takes the last entry: False
-
-
-def without_time_derived(kernels: pd.DataFrame) -> pd.DataFrame:
-    """A copy of ``kernels`` where every time-derived value is missing (counted values stay)."""
-    from nvperf_bridge.model import shared_evaluations
-
-    records = derived_from(kernels)
-    out = kernels
-    with shared_evaluations():  # the ``derived`` texts factorised once for every column, not once per column
-        for column, record in records.items():
-            if not record["time_derived"]:
-                continue
-            if out is kernels:
-                out = kernels.copy()
-            out[column] = out[column].mask(time_derived(kernels, column))
-    return out
 
 
 # ---- final shape ---------------------------------------------------------------
@@ -631,7 +422,7 @@ def record_coverage(frame: pd.DataFrame, kinds: dict[str, str], info: InputFile)
     users: dict[str, list[str]] = {}
     for d in DERIVATIONS:
         for spec in d.inputs:
-            m = _WEIGHT.match(spec)
+            m = INPUT_SPEC.match(spec)
             assert m is not None
             users.setdefault(m.group("name"), []).append(d.target)
     lines = frame["source_row"] if "source_row" in frame.columns else None
@@ -668,17 +459,3 @@ def unparsed_by_name(names: pd.Series, bad: pd.Series, lines: pd.Series, values:
         out[str(name)] = (f"{count} value{'s' if count != 1 else ''}, first at line {int(group['line'].iloc[0])}: "
                           f"{group['value'].iloc[0][:40]!r}")
     return out
-
-
-def alias_metrics() -> frozenset[str]:
-    """Every exact profiler column name the two tables map (to a canonical column or a part of one)."""
-    from importlib import resources
-    import csv as _csv
-
-    names: set[str] = set()
-    for table in ("metric_aliases.csv", "nvprof_events.csv"):
-        with resources.files("nvperf_bridge").joinpath(f"data/{table}").open(encoding="utf-8") as handle:
-            names.update(row[0].strip() for row in _csv.reader(handle)
-                         if row and row[0].strip() and not row[0].startswith("#") and row[0] not in ("metric", "event")
-                         and "*" not in row[0])
-    return frozenset(names)

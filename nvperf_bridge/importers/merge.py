@@ -26,8 +26,8 @@ import pandas as pd
 
 from nvperf_bridge.columns import IDENTITY_COLUMNS
 from nvperf_bridge.importers.base import Parsed
-from nvperf_bridge.importers.canonical import (TIME_MARK, canonicalize, finish, kernel_name_codes, map_text,
-                                              short_names)
+from nvperf_bridge.importers.canonical import canonicalize, finish, kernel_name_codes, map_text, short_names
+from nvperf_bridge.importers.derivations import TIME_MARK
 from nvperf_bridge.kernelframe import ImportResult
 
 _LAUNCH_KEY = ["kernel_id", "kernel_name"]
@@ -298,7 +298,7 @@ def fold_suffixed(frame: pd.DataFrame, suffix: str) -> pd.DataFrame:
     A counted value beats a derived one whichever file holds it: a DRAM byte count from one ncu file
     replaces the other file's Memory Throughput x duration, which carries the measured time. Between
     two counted (or two derived) values the first file's wins, and a missing value is filled from the
-    other file. The ``derived`` marks (canonical.TIME_MARK included) follow the value kept, so a counted
+    other file. The ``derived`` marks (derivations.TIME_MARK included) follow the value kept, so a counted
     value is never blanked as time-derived and a derived one never passes as counted. Both frames
     merged must have carried a ``derived`` column (``_with_derived``), or the marks would be taken for
     the wrong file's.

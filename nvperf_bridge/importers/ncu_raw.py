@@ -71,7 +71,7 @@ def column_filter(extra: frozenset[str] | None):
     part of one, the launch section, and the raw names in ``extra`` (what the models ask for)."""
     if extra is None:
         return None
-    from nvperf_bridge.importers.canonical import alias_metrics
+    from nvperf_bridge.importers.aliases import alias_metrics
 
     wanted = alias_metrics() | set(extra) | set(IDENTITY) | set(SHAPE)
     return lambda name: name in wanted or name.startswith(KEPT_PREFIXES)
