@@ -136,6 +136,7 @@ from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
 from nvperf_bridge.builtin_plugins import kerr_machines
 from nvperf_bridge.distinct_rows import Distinct, distinct_rows
+from nvperf_bridge.shipped_model_data import shipped_model_data
 from nvperf_bridge.model import (
     Requirements,
     bool_option,
@@ -1323,9 +1324,11 @@ class KerrModel:
             data, arrays = _fit_selected(table_fit, t_ns, gpu.id, coalesced, opts, groups, distinct)
         except ModelError as exc:
             result = empty_result(kernels)
+            shipped = (f"a model fitted for {gpu.id} ships with nvperf-bridge: analyze --model-data kerr={gpu.id}; "
+                       if shipped_model_data("kerr", gpu.id) is not None else "")
             result["error"] = (
-                f"needs a trained model: nvperf-bridge fit kerr TRAIN... -o kerr.json, then analyze --model-data "
-                f"kerr=kerr.json; or at least {MIN_KERNELS} kernels with measured durations (duration_ns, ncu --metrics "
+                f"needs a trained model: {shipped}nvperf-bridge fit kerr TRAIN... -o kerr.json, then analyze "
+                f"--model-data kerr=kerr.json; or at least {MIN_KERNELS} kernels with measured durations (duration_ns, ncu --metrics "
                 f"gpu__time_duration.sum) and {MIN_FEATURES} varying counters in the input ({exc.message})"
             )
             return result

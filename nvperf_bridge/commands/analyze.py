@@ -30,7 +30,8 @@ def analyze_command(
                                                       "the file it points to (the link is kept)."),
     plugin: Optional[List[Path]] = typer.Option(None, "--plugin", help="Also load models from this .py file."),
     model_data: Optional[List[str]] = typer.Option(None, "--model-data", metavar="MODEL=FILE.json",
-                                                   help="JSON a model needs, e.g. kerr=kerr.json (from 'fit')."),
+                                                   help="JSON a model needs, e.g. kerr=kerr.json (from 'fit'), or kerr=gtx-1080-ti "
+                                                        "(the fit that ships for that GPU)."),
     option: Optional[List[str]] = typer.Option(None, "--option", metavar="MODEL.KEY=VALUE",
                                                help="A model option, e.g. transit.precision=dp (JSON values)."),
     constant: Optional[List[str]] = typer.Option(None, "--constant", metavar="MODEL.NAME=VALUE",
@@ -195,10 +196,12 @@ def parse_options(items: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def read_model_data(items: list[str]) -> dict[str, Any]:
-    """``MODEL=FILE.json`` pairs: read each JSON file (the CLI reads files; models never do)."""
+    """``MODEL=FILE.json`` pairs: read each JSON file (the CLI reads files; models never do). Where no such
+    file exists, ``MODEL=GPU`` names the model's shipped fit for GPU profile ``GPU`` (``shipped_model_data``)."""
     import json
 
     from nvperf_bridge.errors import InputError, UsageError
+    from nvperf_bridge.shipped_model_data import shipped_model_data
 
     data: dict[str, Any] = {}
     for item in items:
@@ -206,11 +209,15 @@ def read_model_data(items: list[str]) -> dict[str, Any]:
         if not sep or not model_id.strip() or not path_text.strip():
             raise UsageError(f"--model-data {item!r} is not MODEL=FILE.json", hint="e.g. --model-data kerr=kerr.json")
         path = Path(path_text.strip())
+        if not path.exists():  # a shipped fit named by its GPU profile's id (kerr=gtx-1080-ti)
+            path = shipped_model_data(model_id.strip(), path_text.strip()) or path
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or str(exc)
-            raise InputError(f"cannot read model data: {reason}", path=path) from None
+            raise InputError(f"cannot read model data: {reason}", path=path,
+                             hint=f"give the JSON 'nvperf-bridge fit {model_id.strip()}' wrote, or a GPU profile id "
+                                  "whose fit ships (kerr=gtx-1080-ti)") from None
         try:
             data[model_id.strip()] = json.loads(text)
         except json.JSONDecodeError as exc:
