@@ -6,11 +6,12 @@ as ``NVIDIA B200`` or ``CachePreferNone``: numeric columns are converted to
 base units with one multiplication per column; the others stay text. The
 device name comes from ``device__attribute_display_name``.
 
-Large files are streamed (``read_stream``): the table region is fed to
-pandas' C parser in chunks straight from the file, each numeric column is
-converted into one preallocated float64 block (one row per column, the
-final frame's storage: no full-table copy is ever made), and repeated
-strings (kernel names, device names) share one object per distinct value.
+Large files are read straight from the file (``read_stream``), never held
+whole as text: by pyarrow's CSV reader (only the columns in use, parsed on
+every core), else pandas' C parser in chunks; each numeric column is copied
+into one float64 block (one row per column, the final frame's storage), and
+repeated strings (kernel names, device names) share one object per distinct
+value.
 Anything unusual (carriage returns, ragged rows, not UTF-8) is read the
 whole-text way (``read``), which gives the same frame.
 """
@@ -25,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge.errors import InputError
-from nvperf_bridge.importers.arrow_csv import FileRegion, NotPlain, csv_reader, memory_pool, rows_expected
+from nvperf_bridge.importers.arrow_csv import FileRegion, NotPlain, csv_reader, memory_pool
 from nvperf_bridge.importers.base import Parsed
 from nvperf_bridge.importers.canonical import to_parsed
 from nvperf_bridge.importers.sniff import Sniffed
@@ -340,12 +341,12 @@ def _stream_columns(path: Path, start: int, header: list[str], names: list[str],
 
 # ---- pyarrow's CSV reader (a runtime dependency; pandas' parser where it cannot be imported) ----------
 
-ARROW_BLOCK = 1 << 20  # bytes per block of pyarrow's streaming reader: a block at a time is held
+ARROW_BLOCK = 1 << 20  # bytes per block of pyarrow's reader (each block is parsed by one of its threads)
 
 
 def _arrow_columns(path: Path, start: int, file_header: list[str], header: list[str], names: list[str],
                    has_units: bool, head: str):
-    """``_stream_columns`` by pyarrow's streaming CSV reader: only the chosen columns (``header``, of
+    """``_stream_columns`` by pyarrow's multithreaded CSV reader: only the chosen columns (``header``, of
     the file's ``file_header``; ``head``: the text from the header line on) are converted
     (``include_columns``), numbers straight to float64 in C; None where pyarrow cannot be imported or the
     table holds anything it would read differently from pandas' parser (the caller then takes that path).
@@ -378,12 +379,10 @@ def _arrow_columns(path: Path, start: int, file_header: list[str], header: list[
         else:
             types[raw_name] = text_type
     row_of = {i: r for r, i in enumerate(numeric)}
-    size = rows_expected(path, start, head)
     read = None
     for _attempt in range(len(header) + 1):
         try:
-            read = _arrow_batches(path, start, file_header, header, types, has_units, len(numeric), row_of,
-                                  size)
+            read = _arrow_table(path, start, file_header, header, types, has_units, len(numeric), row_of)
             break
         except NotPlain:
             return None  # carriage returns or NUL bytes: the whole-text path's to handle
@@ -423,11 +422,12 @@ def _arrow_columns(path: Path, start: int, file_header: list[str], header: list[
     return columns, storage, n
 
 
-def _arrow_batches(path: Path, start: int, file_header: list[str], header: list[str], types: dict,
-                   has_units: bool, rows: int, row_of: dict[int, int], size: int):
-    """Stream the table a block at a time: float64 columns go into one storage block (a row per numeric
-    column, ``size`` columns of it at first: the rows expected; grown only when the rows outrun that), text
-    columns into chunked arrow arrays (dictionary-encoded).
+def _arrow_table(path: Path, start: int, file_header: list[str], header: list[str], types: dict,
+                 has_units: bool, rows: int, row_of: dict[int, int]):
+    """Read the table with pyarrow's multithreaded reader (its blocks parsed on every core at once, where the
+    streaming reader parses them one after another in this thread), then copy the float64 columns into one
+    storage block (a row per numeric column, exactly the rows read), each column dropped from the table, its
+    memory freed, once copied; text columns stay chunked arrow arrays (dictionary-encoded).
     Returns (storage, {raw name: text ChunkedArray}, rows read); raises ArrowInvalid as pyarrow does."""
     import pyarrow as pa
     import pyarrow.csv as pa_csv
@@ -435,42 +435,32 @@ def _arrow_batches(path: Path, start: int, file_header: list[str], header: list[
     position = {raw_name: k for k, raw_name in enumerate(header)}
     floats = [(raw_name, row_of[position[raw_name]]) for raw_name in header
               if position[raw_name] in row_of and types[raw_name] == pa.float64()]
-    pieces: dict[str, list] = {raw_name: [] for raw_name in header if types[raw_name] != pa.float64()}
-    storage = None
-    n = 0
     pool = memory_pool()
     # read through a stream that checks each block for carriage returns and NUL bytes (NotPlain): the file
     # is read once, not scanned first
     with FileRegion(path, start, path.stat().st_size) as source:
-        reader = pa_csv.open_csv(
+        table = pa_csv.read_csv(
             source,
             read_options=pa_csv.ReadOptions(skip_rows=2 if has_units else 1, column_names=file_header,
-                                            block_size=ARROW_BLOCK),
+                                            block_size=ARROW_BLOCK, use_threads=True),
             parse_options=pa_csv.ParseOptions(newlines_in_values=False, ignore_empty_lines=False),
             convert_options=pa_csv.ConvertOptions(include_columns=header, column_types=types, null_values=[""],
                                                   strings_can_be_null=True, quoted_strings_can_be_null=True,
                                                   check_utf8=True),
             memory_pool=pool,
         )
-        for batch in reader:
-            m = batch.num_rows
-            if storage is None or n + m > storage.shape[1]:
-                # the rows the head promised (``arrow_csv.rows_expected``); grown (copied) only when wrong
-                capacity = size if storage is None else (n + m) * 5 // 4 + 1024
-                grown = np.empty((rows, max(capacity, n + m)))
-                if storage is not None:
-                    grown[:, :n] = storage[:, :n]
-                storage = grown
-            for raw_name, row in floats:
-                storage[row, n:n + m] = batch.column(raw_name).to_numpy(zero_copy_only=False)  # nulls: NaN
-            for raw_name, parts in pieces.items():
-                parts.append(batch.column(raw_name))
-            n += m
-    if storage is None:
-        storage = np.empty((rows, 0))
-    texts = {raw_name: pa.chunked_array(parts, type=types[raw_name]) for raw_name, parts in pieces.items()}
+    n = table.num_rows
+    storage = np.empty((rows, n))
+    for raw_name, row in floats:
+        at = 0
+        for chunk in table.column(raw_name).chunks:
+            storage[row, at:at + len(chunk)] = chunk.to_numpy(zero_copy_only=False)  # nulls: NaN
+            at += len(chunk)
+        table = table.drop_columns([raw_name])  # its buffers go back to the pool as the storage row fills
+    texts = {raw_name: table.column(raw_name) for raw_name in table.column_names}
+    del table
     pool.release_unused()  # the parser's block buffers go back to the system, not held for later
-    return storage[:, :n], texts, n
+    return storage, texts, n
 
 
 def _first_rows(head: str, has_units: bool, limit: int = 200) -> list[list[str]]:
