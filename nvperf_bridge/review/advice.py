@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge.counters import global_sectors
+from nvperf_bridge.labels import distinct_objects
 from nvperf_bridge.model import column_or_nan
 
 MAX_ACTIONS = 3
@@ -94,9 +95,10 @@ def row_quantities(analysis: Any, compute: pd.Series, memory: pd.Series) -> pd.D
     # each row's own GPU (a run over several devices gives each device its profile)
     bandwidth = analysis.row_gpu_value("memory_bandwidth_bytes_per_s")
     sm_count = analysis.row_gpu_value("sm_count")
-    profiles = analysis.row_gpus()
-    ideal_of = {id(p): float(p.get("coalesced_sectors_per_request", 4) or 4) for p in profiles}
-    ideal = pd.Series([ideal_of[id(p)] for p in profiles], index=kernels.index, dtype="float64")
+    # read once per distinct profile (a run on one GPU: one), not once per row
+    where, distinct, profiles = distinct_objects(analysis.row_gpus().to_numpy(dtype=object), max(1, len(kernels)))
+    ideal_of = np.array([float(p.get("coalesced_sectors_per_request", 4) or 4) for p in profiles], dtype="float64")
+    ideal = pd.Series(ideal_of[pd.Index(distinct).get_indexer(where)], index=kernels.index, dtype="float64")
     duration = analysis.measured_ns.where(analysis.measured_ns > 0)
     dram = column_or_nan(kernels, "dram_bytes")
     dram = dram.fillna(column_or_nan(kernels, "dram_read_bytes") + column_or_nan(kernels, "dram_write_bytes"))
@@ -217,6 +219,17 @@ def _fill(template: str, values: dict[str, Any]) -> str:
     return "" if re.search(r"\bnan\b", text) else text
 
 
+def _time_weighted(column: np.ndarray, present: np.ndarray, weight: np.ndarray) -> float:
+    """The mean of a group's values where ``present``, weighted by ``weight`` (its rows' time); the plain
+    mean where those weights sum to nothing; NaN where no value is present."""
+    if not present.all():
+        if not present.any():
+            return float("nan")
+        column, weight = column[present], weight[present]
+    total = weight.sum()
+    return float((column * weight).sum() / total) if total > 0 else float(column.mean())
+
+
 def group_advice(analysis: Any, groups: Any, verdicts: pd.DataFrame, compute: pd.Series,
                  memory: pd.Series) -> list[list[dict[str, Any]]]:
     """Per group with a verdict (``groups.table`` order): up to ``MAX_ACTIONS`` dicts ``rule``, ``text``, ``action``,
@@ -224,25 +237,22 @@ def group_advice(analysis: Any, groups: Any, verdicts: pd.DataFrame, compute: pd
     quantities = row_quantities(analysis, compute, memory)
     launches = column_or_nan(analysis.kernels, "invocations").fillna(1.0).clip(lower=1.0)
     weight = (analysis.measured_ns.where(analysis.measured_ns > 0) * launches).fillna(launches)
-    code = groups.group_of.to_numpy()
     limiters = load_limiters()
     # plain arrays read by position: a label lookup per group and quantity on a large frame cost seconds
     weight_all = weight.to_numpy(dtype="float64")
-    columns = {name: quantities[name].to_numpy(dtype="float64") for name in quantities.columns}
+    names = list(quantities.columns)
+    # one row per quantity: a group's rows of every quantity are taken at once
+    stacked = quantities.to_numpy(dtype="float64").T.copy()
     # each row's GPU profile, built once (``analysis.gpu_of`` builds it for every group it is asked about)
     row_gpu = analysis.row_gpus().to_numpy(dtype=object) if analysis.kernels.index.is_unique else None
     out: list[list[dict[str, Any]]] = []
-    for position, group in enumerate(groups.table["group"][:len(verdicts)]):
-        at = np.flatnonzero(code == group)
-        rows = analysis.kernels.index[at]
+    reviewed = groups.table["group"][:len(verdicts)]
+    for position, (group, at) in enumerate(zip(reviewed, groups.positions(reviewed))):
         w = weight_all[at]
-        values: dict[str, Any] = {}
-        for name, everything in columns.items():
-            column = everything[at]
-            ok = ~np.isnan(column)
-            values[name] = float((column[ok] * w[ok]).sum() / w[ok].sum()) if ok.any() and w[ok].sum() > 0 \
-                else (float(column[ok].mean()) if ok.any() else float("nan"))
-        gpu = analysis.gpu_of(rows) if row_gpu is None or not len(at) else row_gpu[at[0]]
+        block = stacked[:, at]
+        values: dict[str, Any] = {name: _time_weighted(column, present, w)
+                                  for name, column, present in zip(names, block, ~np.isnan(block))}
+        gpu = row_gpu[at[0]] if row_gpu is not None and len(at) else analysis.gpu_of(analysis.kernels.index[at])
         limiter = occupancy_limiter(values, gpu)
         describe, action = limiters.get(limiter, limiters["none"])
         values["max_blocks_per_sm"] = float(gpu.max_blocks_per_sm)

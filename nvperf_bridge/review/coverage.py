@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge.columns import CANONICAL_COLUMNS
+from nvperf_bridge.model import without_reason
 
 # ncu sections that collect a canonical column better than a bare metric (the section adds
 # the context Nsight's own rules need).
@@ -49,7 +50,7 @@ def model_coverage(analysis: Any) -> list[dict[str, Any]]:
             lines.append({"model": mid, "predicted": 0, "not_predicted": total, "reason": run.failure})
             continue
         predicted = int(run.result["predicted_ns"].notna().sum())
-        reasons = run.result["error"][run.result["error"] != ""].value_counts()
+        reasons = run.result["error"][~without_reason(run.result["error"])].value_counts()
         lines.append({"model": mid, "predicted": predicted, "not_predicted": total - predicted,
                       "reason": str(reasons.index[0]) if len(reasons) else ""})
     return lines

@@ -20,10 +20,12 @@ model's prediction), and ``time_source`` says which one was used.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from nvperf_bridge.labels import text_codes
 from nvperf_bridge.model import column_or_nan
 from nvperf_bridge.names import distinct_display_names
 from nvperf_bridge.names import keys as kernel_keys
@@ -53,6 +55,17 @@ class KernelGroups:
     def rows_of(self, group: int) -> pd.Index:
         """KernelFrame index labels of one group's rows."""
         return self.group_of.index[self.group_of.to_numpy() == group]
+
+    def positions(self, groups: Any) -> list[np.ndarray]:
+        """Per group of ``groups``: the positions of its rows, ascending (``np.flatnonzero(group_of == g)``),
+        from one stable sort of the rows by group (not a pass over every row per group)."""
+        code = self.group_of.to_numpy()
+        order = np.argsort(code, kind="stable")
+        ordered = code[order]
+        wanted = np.asarray(groups, dtype=code.dtype)
+        starts = np.searchsorted(ordered, wanted, side="left")
+        ends = np.searchsorted(ordered, wanted, side="right")
+        return [order[start:end] for start, end in zip(starts.tolist(), ends.tolist())]
 
 
 def match_name(kernels: pd.DataFrame) -> pd.Series:
@@ -108,7 +121,10 @@ def kernel_groups(kernels: pd.DataFrame, estimate_ns: pd.Series | None = None,
         "grid_blocks": column_or_nan(kernels, "grid_blocks").fillna(-1.0),
         "block_threads": column_or_nan(kernels, "block_threads").fillna(-1.0),
     }, index=kernels.index)
-    codes = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
+    # the texts grouped by their codes (``labels.text_codes``: told apart on their few distinct objects, where
+    # a group-by on the texts hashes every row's name): the same groups, numbered in the same order
+    coded = keys.assign(name=text_codes(keys["name"]), device=text_codes(keys["device"]))
+    codes = coded.groupby(list(coded.columns), sort=False, dropna=False).ngroup().to_numpy()
 
     frame = pd.DataFrame({
         "code": codes,

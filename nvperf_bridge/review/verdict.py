@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nvperf_bridge.model import BOTTLENECKS, column_or_nan
+from nvperf_bridge.model import BOTTLENECKS, column_or_nan, without_reason
 
 WITHIN = 2.0  # a model votes on a kernel only when predicted/measured is within [1/WITHIN, WITHIN]
 SOL_BOUND = 0.60  # ncu SpeedOfLight rule: under 60% of peak on both sides is a latency problem
@@ -74,8 +74,10 @@ def validated_accuracy(gpu: Any, model_id: str) -> float | None:
     return None
 
 
-def vote_weights(analysis: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per kernel row and model: the weight of its vote (0 = does not vote) and predicted/measured.
+def vote_weights(analysis: Any, time_derived: dict[str, np.ndarray] | None = None
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per kernel row and model: the weight of its vote (0 = does not vote) and predicted/measured
+    (``time_derived``: each model's ``analysis.time_derived_inputs`` as a bool array, where the caller has it).
 
     A row with a measured time: weight 1 when the model is within 2x, else 0.
     A row without: the model's validated accuracy on this GPU, else 1.
@@ -88,9 +90,10 @@ def vote_weights(analysis: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     ratios: dict[str, pd.Series] = {}
     for mid, run in analysis.ok_runs().items():
         result = run.result
-        measured = all_measured.mask(analysis.time_derived_inputs(run))
+        derived = analysis.time_derived_inputs(run).to_numpy(dtype=bool) if time_derived is None else time_derived[mid]
+        measured = all_measured.mask(derived)
         predicted = pd.to_numeric(result["predicted_ns"], errors="coerce").astype("float64")
-        ok = predicted.notna() & (predicted > 0) & (result["error"] == "") & (result["bottleneck"] != "unknown")
+        ok = predicted.notna() & (predicted > 0) & without_reason(result["error"]) & ~_is_unknown(result["bottleneck"])
         ratio = predicted / measured
         ratios[mid] = ratio
         accurate = (ratio >= 1.0 / WITHIN) & (ratio <= WITHIN)
@@ -100,6 +103,18 @@ def vote_weights(analysis: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
         weights[mid] = weight.where(ok, 0.0)
     index = analysis.kernels.index
     return pd.DataFrame(weights, index=index), pd.DataFrame(ratios, index=index)
+
+
+def _is_unknown(labels: pd.Series) -> np.ndarray:
+    """Per row, ``labels == "unknown"``, read on the column's few distinct label objects where it refers to
+    few (``labels.distinct_objects``: a model's labels), not compared row by row."""
+    from nvperf_bridge.labels import distinct_objects, rows_holding
+
+    values = labels.to_numpy(dtype=object)
+    found = distinct_objects(values)
+    if found is not None:
+        return rows_holding(found, lambda label: isinstance(label, str) and label == "unknown")
+    return np.asarray(values == "unknown", dtype=bool)
 
 
 def weighted_consensus(labels: pd.DataFrame, weights: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
@@ -345,8 +360,11 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
     row), ``sol_compute``, ``sol_memory``, ``sol_source``, ``nsight_view``,
     ``disagree``.
     """
-    weights, ratios = vote_weights(analysis)
     runs = analysis.ok_runs()
+    # where a model's required input was derived from the measured time, its prediction is not
+    # compared with that time (vote_weights masks the same rows)
+    leak_of = {mid: analysis.time_derived_inputs(run).to_numpy(dtype=bool) for mid, run in runs.items()}
+    weights, ratios = vote_weights(analysis, leak_of)
     labels = pd.DataFrame({mid: run.result["bottleneck"].astype(str) for mid, run in runs.items()},
                           index=analysis.kernels.index)
     predicted = pd.DataFrame({mid: pd.to_numeric(run.result["predicted_ns"], errors="coerce")
@@ -364,11 +382,8 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
     w_of = {mid: weights[mid].to_numpy(dtype="float64") for mid in runs}
     lab_of = {mid: labels[mid].to_numpy(dtype=object) for mid in runs}
     pred_of = {mid: predicted[mid].to_numpy(dtype="float64") for mid in runs}
-    state_of = {mid: (run.result["state"] if "state" in run.result else pd.Series("", index=run.result.index))
-                for mid, run in runs.items()}
-    # where a model's required input was derived from the measured time, its prediction is not
-    # compared with that time (vote_weights masks the same rows)
-    leak_of = {mid: analysis.time_derived_inputs(run).to_numpy(dtype=bool) for mid, run in runs.items()}
+    state_of = {mid: (run.result["state"].to_numpy(dtype=object) if "state" in run.result
+                      else np.full(len(run.result), "", dtype=object)) for mid, run in runs.items()}
     reviewed = groups.table["group"][:limit]
     in_review = np.isin(code, reviewed.to_numpy())
     # each model's label per group (the one covering most of the group's time among its predicted rows) and
@@ -378,8 +393,7 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
     vote_of = {mid: _top_labels(code, lab_of[mid], rt, in_review & (w_of[mid] > 0)) for mid in runs}
     out: list[dict] = []
     votes: list[tuple] = []  # per group: its vote, labels and measured view, decided together below
-    for group in reviewed:
-        at = np.flatnonzero(code == group)
+    for group, at in zip(reviewed, groups.positions(reviewed)):
         tally: dict[str, float] = {}
         count: dict[str, int] = {}
         accurate, off, model_labels, from_time = [], [], {}, []
@@ -402,7 +416,7 @@ def group_verdicts(analysis: Any, groups: Any, limit: int | None = None) -> pd.D
             model_labels[mid] = label_of[mid][group]
             # and its own state (the paper's label, the recommended estimate's dominant term) on the longest row
             longest = at[np.flatnonzero(has_pred)[np.argmax(rt_g[has_pred])]]
-            state = state_of[mid].iloc[longest]
+            state = state_of[mid][longest]
             model_states[mid] = "" if pd.isna(state) else str(state)
             voted = (w > 0)
             if not voted.any():
@@ -439,8 +453,30 @@ def _top_labels(group_of: np.ndarray, labels: np.ndarray, time: np.ndarray, rows
     group's rows gives it: the same sums in the same row order."""
     if not rows.any():
         return {}
-    sums = pd.Series(time[rows]).groupby([group_of[rows], labels[rows]]).sum()
-    return {group: str(label) for group, (_, label) in sums.groupby(level=0).idxmax().items()}
+    codes, distinct = _sorted_codes(labels[rows])
+    labelled = codes >= 0
+    group_codes, group_values = pd.factorize(group_of[rows][labelled])
+    # one integer key per (group, label), the labels of a group in sorted order: a group-by on one key
+    # sums the same rows in the same order as one on the two columns, at half the cost
+    width = max(len(distinct), 1)
+    sums = pd.Series(time[rows][labelled]).groupby(group_codes.astype(np.int64) * width + codes[labelled]).sum()
+    top = sums.groupby(sums.index.to_numpy() // width).idxmax()  # each group's first largest sum
+    return {group_values[group]: str(distinct[key % width]) for group, key in top.items()}
+
+
+def _sorted_codes(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the position of its label among the distinct labels in sorted order (-1 where missing), and
+    those labels: the order a group-by on the labels themselves sorts them in, found on the few distinct
+    label objects (``labels.factorize_by_identity``) instead of hashing every row's text."""
+    from nvperf_bridge.labels import factorize_by_identity
+
+    found = factorize_by_identity(labels, 1024) if labels.dtype == object else None
+    codes, distinct = found if found is not None else pd.factorize(labels, use_na_sentinel=True)
+    order = np.argsort(np.asarray(distinct, dtype=object), kind="stable")
+    rank = np.empty(len(order) + 1, dtype=np.intp)
+    rank[order] = np.arange(len(order))
+    rank[-1] = -1  # a missing label (code -1) stays missing
+    return rank[codes], np.asarray(distinct, dtype=object)[order]
 
 
 def _decided_basis(outcome: Any, group: dict, analysis: Any) -> str:
