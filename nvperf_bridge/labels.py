@@ -125,6 +125,19 @@ def factorize_by_identity(array: np.ndarray, most: int, use_na_sentinel: bool = 
     distinct kernel name) is factorized by text on those objects only, where pandas would hash every
     row's whole string. Equal strings at different addresses get one code. None where the addresses
     cannot be read (``addresses``) or the array holds more than ``most`` distinct objects."""
+    found = identity_codes(array, most)
+    if found is None:
+        return None
+    id_codes, objects = found
+    codes, distinct = pd.factorize(objects, use_na_sentinel=use_na_sentinel)
+    return codes[id_codes], distinct
+
+
+def identity_codes(array: np.ndarray, most: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per row of an object array, the code of its object (by address, in order of first appearance), and
+    those distinct objects (an object array, one per code), or None where the addresses cannot be read
+    (``addresses``), the array is empty or holds more than ``most`` distinct objects. Equal strings at
+    different addresses get different codes here (``factorize_by_identity`` joins them)."""
     where = addresses(array)
     if where is None or not len(where):
         return None
@@ -133,9 +146,7 @@ def factorize_by_identity(array: np.ndarray, most: int, use_na_sentinel: bool = 
         return None
     row_of = np.empty(len(ids), dtype=np.intp)
     row_of[id_codes] = np.arange(len(where))  # a row holding each distinct object (which one does not matter)
-    # the objects in order of first appearance, so the texts' codes are too
-    codes, distinct = pd.factorize(array[row_of], use_na_sentinel=use_na_sentinel)
-    return codes[id_codes], distinct
+    return id_codes, array[row_of]  # the objects in order of first appearance, so the texts' codes are too
 
 
 FACTORIZE_BY_IDENTITY_FROM = 10_000  # rows from which factorize_text looks at object identity first
@@ -252,4 +263,4 @@ def column(values: Any, index: pd.Index, owned: bool = False) -> pd.Series:
     return pd.Series(array, index=index, copy=False)
 
 
-__all__ = ["addresses", "all_text", "choice_codes", "column", "distinct_objects", "factorize_text", "full", "rows_holding", "render", "select", "take", "text_array", "text_codes", "text_dtype", "where"]
+__all__ = ["addresses", "all_text", "choice_codes", "column", "distinct_objects", "factorize_text", "full", "identity_codes", "rows_holding", "render", "select", "take", "text_array", "text_codes", "text_dtype", "where"]

@@ -121,21 +121,29 @@ def shorten(text: str, width: int) -> str:
 
 
 def display_names(kernels: pd.DataFrame) -> pd.Series:
-    """The short display name per kernel: ``kernel``, else ``kernel_name``, else ``kernel_id``."""
+    """The short display name per kernel: ``kernel``, else ``kernel_name``, else ``kernel_id``.
+
+    Looked at in that order, each column only for the rows the ones before left blank: where every kernel
+    has a ``kernel``, the others (the kernel ids: a hundred thousand distinct texts) are never read."""
     names = pd.Series("", index=kernels.index, dtype="object")
-    for column in ("kernel_id", "kernel_name", "kernel"):
-        if column in kernels.columns:
-            values = kernels[column].astype("object")
-            if infer_dtype(values.to_numpy(), skipna=True) == "string":
-                # texts: each distinct one looked at once (100k launches share a few hundred names, told
-                # apart by their few string objects first: factorize_text)
-                codes, distinct = factorize_text(values)
-                blank = np.append(pd.Series(distinct, dtype=object).str.strip().to_numpy() == "", True)
-                present = pd.Series(~blank[codes], index=values.index)
-                names = names.where(~present, values)
-                continue
-            present = values.notna() & (values.astype(str).str.strip() != "")
-            names = names.where(~present, values.astype(str))
+    blank = np.ones(len(kernels), dtype=bool)  # rows no column has named yet
+    for column in ("kernel", "kernel_name", "kernel_id"):
+        if column not in kernels.columns:
+            continue
+        values = kernels[column].astype("object")
+        if infer_dtype(values.to_numpy(), skipna=True) == "string":
+            # texts: each distinct one looked at once (100k launches share a few hundred names, told
+            # apart by their few string objects first: factorize_text)
+            codes, distinct = factorize_text(values)
+            empty = np.append(pd.Series(distinct, dtype=object).str.strip().to_numpy() == "", True)
+            present = ~empty[codes]
+        else:
+            present = (values.notna() & (values.astype(str).str.strip() != "")).to_numpy()
+            values = values.astype(str)
+        names = names.where(~(blank & present), values)
+        blank &= ~present
+        if not blank.any():
+            break
     return names
 
 

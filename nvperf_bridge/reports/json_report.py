@@ -195,49 +195,50 @@ def _factorised_text(array: np.ndarray, or_empty: bool) -> tuple[list[Any], np.n
 
     if array.dtype.kind not in "OUST":
         return None
-    if len(array) > 1 and isinstance(array[0], str) and bool((array == array[0]).all()):
-        return [str(array[0])], np.zeros(len(array), dtype=np.int64)  # one text: compared in C, no hashing
-    found = _by_identity(array)
+    found = _by_identity(array)  # a long column of a few objects: known from their addresses, first
+    if found == ():
+        return None
     if found is None:
+        if len(array) > 1 and isinstance(array[0], str) and bool((array == array[0]).all()):
+            return [str(array[0])], np.zeros(len(array), dtype=np.int64)  # one text: compared in C, no hashing
         if infer_dtype(array, skipna=True) not in ("string", "empty"):
             return None
         found = pd.factorize(array, use_na_sentinel=True)
-    elif found == ():
-        return None
     codes, distinct = found
     values: list[Any] = [str(value) for value in distinct.tolist()]
     if (codes < 0).any():
         codes = np.where(codes < 0, len(values), codes)
         values.append(None)
-    if or_empty:
+    if or_empty:  # the distinct texts stay distinct, but "" and a missing value become the same text
         values = [value or "" for value in values]
-    unique: dict[Any, int] = {}
-    remap = np.array([unique.setdefault(value, len(unique)) for value in values], dtype=np.int64)
-    if len(unique) < len(values):  # "" and a missing value became the same text
-        return list(unique), remap[codes]
+        unique: dict[Any, int] = {}
+        remap = np.array([unique.setdefault(value, len(unique)) for value in values], dtype=np.int64)
+        if len(unique) < len(values):
+            return list(unique), remap[codes]
     return values, np.asarray(codes, dtype=np.int64)
 
 
 def _by_identity(array: np.ndarray) -> tuple[np.ndarray, Any] | tuple[()] | None:
     """``pd.factorize`` of a long object column that refers to a few objects (a model's labels, the kernel
-    names), found by their addresses (``labels``): its types read on the distinct objects, its rows never
-    hashed as text. ``()`` where those objects are not all text or missing (not a text column); None where
-    the column is short, not an object array or holds many distinct objects (the caller looks at every row)."""
+    names), found by their addresses (``labels.identity_codes``, read once): its types read on the distinct
+    objects, its rows never hashed as text. ``()`` where those objects are not all text or missing (not a
+    text column); None where the column is short, not an object array or holds many distinct objects (the
+    caller looks at every row)."""
+    import pandas as pd
     from pandas.api.types import infer_dtype
 
-    from nvperf_bridge.labels import distinct_objects, factorize_by_identity
+    from nvperf_bridge.labels import identity_codes
 
     if array.dtype != object or len(array) < _BY_IDENTITY_FROM:
         return None
-    found = distinct_objects(array, _BY_IDENTITY_MOST)
+    found = identity_codes(array, _BY_IDENTITY_MOST)
     if found is None:
         return None
-    objects = np.empty(len(found[2]), dtype=object)
-    for position, value in enumerate(found[2]):  # one by one: a tuple stays one value
-        objects[position] = value
+    id_codes, objects = found
     if infer_dtype(objects, skipna=True) not in ("string", "empty"):
         return ()
-    return factorize_by_identity(array, _BY_IDENTITY_MOST)
+    codes, distinct = pd.factorize(objects, use_na_sentinel=True)  # equal texts at different addresses: one code
+    return codes[id_codes], distinct
 
 
 _BY_IDENTITY_FROM = 10_000  # rows from which a text column's distinct objects are looked for first
