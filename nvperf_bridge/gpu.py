@@ -373,10 +373,32 @@ def resolve_profile(choice: str, extra_dirs: list[Path] | tuple[Path, ...] = ())
     as_path = Path(choice)
     if choice.endswith((".yaml", ".yml")) or as_path.is_file():
         return load_profile_file(as_path)
+    if not extra_dirs:
+        found = _shipped_profile(choice)
+        if found is not None:
+            return found
     profiles = load_profiles(extra_dirs)
     if choice in profiles:
         return profiles[choice]
     raise UsageError(f"unknown GPU profile {choice!r}", hint="run 'nvperf-bridge gpus' for the ids, or pass a YAML file")
+
+
+def _shipped_profile(profile_id: str) -> GpuProfile | None:
+    """The shipped profile ``profile_id`` as ``load_profiles()`` gives it, read alone (None when no shipped
+    profile has that id): its YAML file, which replaces the datasheet row of the same id, else that row.
+    A profile's id is its file's name (``load_profile_file`` checks), so no other file can hold it; an
+    ``analyze --gpu ID`` then validates one YAML file (or one datasheet row) instead of every profile."""
+    if not _ID_RE.match(profile_id):
+        return None
+    file = builtin_profile_dir() / f"{profile_id}.yaml"
+    if file.is_file():
+        return load_profile_file(file)
+    from nvperf_bridge.datasheet import DATASHEET_FILE, datasheet_rows, profile_mapping
+
+    for row in reversed(datasheet_rows()):  # the last row of an id wins, as in ``datasheet_profiles``
+        if row["id"].strip() == profile_id:
+            return profile_from_mapping(profile_mapping(row), f"nvperf_bridge/data/{DATASHEET_FILE}:{row['_line']}")
+    return None
 
 
 # what profilers and applications print around a board name: an index "(0)" / "[1]", a clock after ","

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import importlib.resources
 import shutil
 import subprocess
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from nvperf_bridge.errors import ProfileError
+from nvperf_bridge.errors import ProfileError, UsageError
 from nvperf_bridge.gpu import (
     PROFILE_FIELDS,
     SOURCED_FIELDS,
@@ -27,6 +28,7 @@ from nvperf_bridge.gpu import (
     match_candidates,
     match_device,
     profile_from_mapping,
+    resolve_profile,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -212,6 +214,25 @@ def test_user_profile_wins_a_tie_over_a_shipped_one(tmp_path: Path, profiles: di
     merged = load_profiles([tmp_path])
     assert match_device("NVIDIA GeForce RTX 4090", merged).id == "my-4090"
     assert match_device("NVIDIA GeForce RTX 4090", profiles).id == "rtx-4090"
+
+
+def test_gpu_id_reads_the_profile_every_profile_load_gives(profiles: dict[str, GpuProfile]) -> None:
+    # ``--gpu ID`` reads that one profile (its YAML file, else its datasheet row): the same profile, field for
+    # field, as loading every profile gives under that id, for every id (YAML files and datasheet rows)
+    assert any(profile.path.endswith(".yaml") for profile in profiles.values())
+    assert any(".csv:" in profile.path for profile in profiles.values())
+    for profile_id, profile in profiles.items():
+        assert dataclasses.asdict(resolve_profile(profile_id)) == dataclasses.asdict(profile), profile_id
+
+
+def test_gpu_id_from_a_profile_dir_still_wins_over_the_shipped_one(tmp_path: Path) -> None:
+    data = _good_mapping()
+    data.update(id="rtx-4090", name="My RTX 4090")
+    (tmp_path / "rtx-4090.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    assert resolve_profile("rtx-4090", [tmp_path]).name == "My RTX 4090"
+    assert resolve_profile("rtx-4090").name != "My RTX 4090"
+    with pytest.raises(UsageError, match="unknown GPU profile 'no-such-gpu'"):
+        resolve_profile("no-such-gpu")
 
 
 # ---- validation errors name the file and the key -------------------------------------
