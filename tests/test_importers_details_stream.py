@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -189,3 +190,29 @@ def test_rows_pyarrow_leaves_to_pandas(realdata_dir: Path, tmp_path: Path, monke
             with monkeypatch.context() as patch:
                 patch.setattr(ncu_details, "read_stream", lambda *args, **kwargs: None)
                 read_parts(path)
+
+
+def test_chunks_decode_to_codes_in_order_of_first_appearance() -> None:
+    # each chunk of the streaming reader is coded on its own; the decoded column numbers the values in the
+    # order they first appear in the rows (as pandas.factorize does), -1 where a value is missing
+    pa = pytest.importorskip("pyarrow")
+    from nvperf_bridge.importers import coded
+
+    rows = [["b", "a", None, "b"], [None, None], ["c", "a", "d"], [], ["d", "e"]]
+    chunks = [pa.array(values, type=pa.string()).dictionary_encode() for values in rows]
+    distinct, codes = coded._decode([coded._local_codes(chunk) for chunk in chunks], pa)
+    flat = pd.Series([value for values in rows for value in values], dtype=object)
+    expected_codes, expected_distinct = pd.factorize(flat, use_na_sentinel=True, sort=False)
+    assert distinct.tolist() == list(expected_distinct) == ["b", "a", "c", "d", "e"]
+    assert codes.tolist() == expected_codes.tolist()
+
+
+@pytest.mark.parametrize("n_distinct, dtype", [(0, "int8"), (126, "int8"), (127, "int8"), (128, "int16"),
+                                               (32767, "int16"), (32768, "int32")])
+def test_codes_are_as_narrow_as_their_values_allow(n_distinct: int, dtype: str) -> None:
+    # a code + 1 still fits (the section code of a repeated metric name is shifted by one)
+    from nvperf_bridge.importers import coded
+
+    code_type = coded.code_type(n_distinct)
+    assert str(code_type) == dtype
+    assert np.iinfo(code_type).min <= -1 and np.iinfo(code_type).max >= n_distinct

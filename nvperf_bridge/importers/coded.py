@@ -14,10 +14,12 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from nvperf_bridge.free_memory import release_free_memory
 from nvperf_bridge.importers.arrow_csv import FileRegion, NotPlain, csv_reader
 from nvperf_bridge.importers.arrow_csv import memory_pool
 
@@ -27,7 +29,7 @@ class Coded:
     ``distinct``, or -1 for a missing value: an empty field, as pandas reads it with ``na_values=[""]``)."""
 
     distinct: np.ndarray
-    codes: np.ndarray  # int32 or wider
+    codes: np.ndarray  # a signed integer type that also holds len(distinct) (``code_type``): widen before other arithmetic
 
     def values(self, rows: np.ndarray | slice | None = None) -> np.ndarray:
         """The rows' values as an object array (NaN where missing), as pandas' parser gives them."""
@@ -39,6 +41,13 @@ class Coded:
 
     def take(self, rows: np.ndarray) -> "Coded":
         return Coded(self.distinct, self.codes[rows])
+
+
+def code_type(n_distinct: int) -> np.dtype:
+    """The narrowest signed integer type for the codes of ``n_distinct`` values: -1 (missing) to
+    ``n_distinct``, one above the largest code, so that a code + 1 still fits. A column of a few distinct
+    texts (most of a details table's: units, sections, the device) takes a byte per row, not four."""
+    return np.min_scalar_type(-(n_distinct + 1))
 
 
 def from_frame(frame: pd.DataFrame) -> dict[str, Coded]:
@@ -115,7 +124,10 @@ def read_arrow_table(path: Path, data_start: int, end: int, header: list[str], i
     read_options = pa_csv.ReadOptions(column_names=names, block_size=BLOCK, use_threads=False)
     parse_options = pa_csv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False, invalid_row_handler=handle)
     source = FileRegion(path, data_start, end)
-    chunks: dict[str, list] = {name: [] for name in read_names}
+    # each batch's columns as their dictionaries and numpy codes: the batch itself is freed as the next one is
+    # read, so the reader's allocator reuses its blocks (holding the batches to decode them at the end kept
+    # the reader's memory and the codes made from it at once: 66 + 65 MB of a 153 MB details file)
+    pieces: dict[str, list[tuple[Any, np.ndarray]]] = {name: [] for name in read_names}
     valid = 0
     try:
         reader = pa_csv.open_csv(source, read_options=read_options, parse_options=parse_options,
@@ -123,11 +135,14 @@ def read_arrow_table(path: Path, data_start: int, end: int, header: list[str], i
         for batch in reader:
             valid += batch.num_rows
             for name in read_names:
-                chunks[name].append(batch.column(name))
+                pieces[name].append(_local_codes(batch.column(name)))
     except (NotPlain, pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError, OSError):
         return None
     finally:
         source.close()
+        # the reader's blocks and the bytes it read ahead (some 30 blocks): freed, but kept by the allocators,
+        # they would stay under what the decoding below adds (here and twice below: memory only, same values)
+        release_free_memory()
     rows = valid + len(other)
     if rows == 0:
         return None
@@ -140,27 +155,31 @@ def read_arrow_table(path: Path, data_start: int, end: int, header: list[str], i
         return None  # wider than the header, a line without a comma (the table ends there), a value on two
         # lines, a banner
     in_header = [name for name in include if name in header]
-    others = _other_rows([text + "," * (len(header) - count) for _, text, count in other], header, in_header,
-                         text_type) if other else None
-    if other and others is None:
+    n_other = len(other)
+    others = _other_rows(other, header, in_header, text_type) if other else None
+    del other  # their text (a rule row's prose, once per launch) is read: nothing holds it now
+    release_free_memory()
+    if n_other and others is None:
         return None
     at_valid = np.ones(rows, dtype=bool)
     at_valid[positions] = False
     columns: dict[str, Coded] = {}
     for name in in_header:
-        parts = chunks.pop(name, []) + (others.column(name).chunks if others is not None else [])
+        parts = pieces.pop(name, []) + ([_local_codes(chunk) for chunk in others.column(name).chunks]
+                                        if others is not None else [])
         decoded = _decode(parts, pa)
         if decoded is None:
             return None  # a line break inside a value: the stream's end-of-table rule reads lines, not rows
         distinct, codes = decoded
-        if other or name not in read_names:  # a column past the rows' width is missing where no wider row fills it
-            merged = np.full(rows, -1, dtype=np.int32)
+        if n_other or name not in read_names:  # a column past the rows' width is missing where no wider row fills it
+            merged = np.full(rows, -1, dtype=codes.dtype)
             if name in read_names:
                 merged[at_valid] = codes[:valid]
-            if other:
-                merged[positions] = codes[len(codes) - len(other):]
+            if n_other:
+                merged[positions] = codes[len(codes) - n_other:]
             codes = merged
         columns[name] = Coded(distinct, codes)
+    release_free_memory()  # the chunks' dictionaries and the other rows' table
     first = columns.get(header[0])
     if first is None or (first.codes < 0).any():
         return None  # a row without the first field (a blank line read as a row): pandas' path decides
@@ -177,41 +196,57 @@ def _text_columns(pa_csv, names: list[str], text_type):
                                  check_utf8=True)
 
 
-def _other_rows(texts: list[str], header: list[str], names: list[str], text_type):
-    """The rows of another width (each padded with empty fields to the header's width, as pandas pads a
-    short row) read by the same reader as the rest: a table of ``names``, or None when they do not read as
-    one row each."""
+def _other_rows(rows: list[tuple[int, str, int]], header: list[str], names: list[str], text_type):
+    """The rows of another width (``(number, text, fields)`` as the reader's handler met them; each padded
+    with empty fields to the header's width, as pandas pads a short row) read by the same reader as the rest:
+    a table of ``names``, or None when they do not read as one row each. Their bytes are made in one pass
+    (no padded copy of every text, no joined text beside them)."""
     import io
 
     import pyarrow as pa
     import pyarrow.csv as pa_csv
 
     try:
+        data = b"".join((text + "," * (len(header) - count) + "\n").encode("utf-8") for _, text, count in rows)
         table = pa_csv.read_csv(
-            io.BytesIO(("\n".join(texts) + "\n").encode("utf-8")),
+            io.BytesIO(data),
             read_options=pa_csv.ReadOptions(column_names=header, use_threads=False),
             parse_options=pa_csv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False),
             convert_options=_text_columns(pa_csv, names, text_type))
     except (pa.ArrowInvalid, UnicodeError):
         return None
-    return table if table.num_rows == len(texts) else None
+    return table if table.num_rows == len(rows) else None
 
 
-def _decode(parts: list, pa) -> tuple[np.ndarray, np.ndarray] | None:
-    """Dictionary-encoded chunks -> (distinct values as str, codes per row with -1 for missing); None when
-    a value holds a line break."""
+def _local_codes(chunk) -> tuple[Any, np.ndarray]:
+    """A dictionary-encoded chunk as its dictionary (the distinct values in order of first appearance in the
+    chunk) and a copy of its codes (-1 for missing): nothing of the chunk's own blocks is held after."""
+    indices = chunk.indices.fill_null(-1) if chunk.indices.null_count else chunk.indices
+    return chunk.dictionary, indices.to_numpy(zero_copy_only=False).astype(code_type(len(chunk.dictionary)))
+
+
+def _decode(parts: list[tuple[Any, np.ndarray]], pa) -> tuple[np.ndarray, np.ndarray] | None:
+    """The chunks of one column (``_local_codes``, in row order) -> (distinct values as str in order of first
+    appearance, codes per row with -1 for missing); None when a value holds a line break. The chunks'
+    dictionaries, concatenated in order and encoded, give each chunk's values their positions among all of
+    them (as ``unify_dictionaries`` orders them: a value first met in a later chunk comes after)."""
     import pyarrow.compute as pc
 
     if not parts:
         return np.empty(0, dtype=object), np.empty(0, dtype=np.intp)
-    chunked = pa.chunked_array(parts).unify_dictionaries()
-    dictionary = chunked.chunk(0).dictionary if chunked.num_chunks else pa.array([], pa.string())
-    if len(dictionary) and pc.any(pc.match_substring(dictionary, "\n")).as_py():
+    encoded = pc.dictionary_encode(pa.concat_arrays([dictionary for dictionary, _ in parts]))
+    distinct = encoded.dictionary
+    if len(distinct) and pc.any(pc.match_substring(distinct, "\n")).as_py():
         return None
-    codes = np.concatenate([
-        (chunk.indices.fill_null(-1) if chunk.indices.null_count else chunk.indices).to_numpy(zero_copy_only=False)
-        for chunk in chunked.chunks])
-    return np.asarray(dictionary.to_pylist(), dtype=object), codes
+    positions = encoded.indices.to_numpy()
+    codes = np.empty(sum(len(local) for _, local in parts), dtype=code_type(len(distinct)))
+    row = offset = 0
+    for dictionary, local in parts:
+        # a chunk's code -> the value's position among all, and -1 (a missing value) -> -1
+        to_all = np.append(positions[offset:offset + len(dictionary)], -1).astype(codes.dtype)
+        codes[row:row + len(local)] = to_all[local]
+        row, offset = row + len(local), offset + len(dictionary)
+    return np.asarray(distinct.to_pylist(), dtype=object), codes
 
 
 def modal_width(rows: list[list[str]]) -> int | None:

@@ -14,6 +14,7 @@ the first occurrence and gets "name [section]" for the others.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -107,9 +108,11 @@ def read_stream(path: Path, head: Head, found: Sniffed, raw_columns: frozenset[s
     return parsed
 
 
-# the columns the importer reads: identity, launch shape, the metric, and the rule columns
-_READ_COLUMNS = (*IDENTITY, *SHAPE, "Section Name", "Metric Name", "Metric Unit", "Metric Value", "Rule Name",
-                 "Rule Type", "Rule Description", "Estimated Speedup", "Estimated Speedup Type")
+# the columns only the rule rows use, and those the importer reads: identity, launch shape, the metric, the rules'
+_RULE_COLUMNS = ("Rule Name", "Rule Type", "Rule Description", "Estimated Speedup", "Estimated Speedup Type")
+_READ_COLUMNS = (*IDENTITY, *SHAPE, "Section Name", "Metric Name", "Metric Unit", "Metric Value", *_RULE_COLUMNS)
+# the columns the pivot reads row by row once the launches' identity is taken
+_METRIC_COLUMNS = ("Metric Name", "Section Name", "Metric Unit", "Metric Value")
 
 
 def _read_arrow(path: Path, head: Head, found: Sniffed) -> tuple[dict[str, coded.Coded], int, str] | None:
@@ -168,7 +171,9 @@ def _from_table(path: Path, raw: pd.DataFrame, header_line: int, device_name: st
 def _from_coded(path: Path, table: dict[str, coded.Coded], n_rows: int, header_line: int,
                 device_name: str | None, raw_columns: frozenset[str] | None) -> Parsed:
     """``_from_table`` on coded columns (``coded.Coded``: each distinct text once, a code per row): every
-    value is parsed, converted and named once per distinct text, and the rows are pivoted by their codes."""
+    value is parsed, converted and named once per distinct text, and the rows are pivoted by their codes.
+    ``table`` is consumed: as rows are left out (rule rows, unused metrics) its columns are replaced in place,
+    one at a time, and those no longer read are dropped, so its rows are never held twice (memory only)."""
     for needed in ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"):
         if needed not in table:
             raise InputError(f"the ncu table has no {needed!r} column", path=path, line=header_line + 1)
@@ -182,9 +187,8 @@ def _from_coded(path: Path, table: dict[str, coded.Coded], n_rows: int, header_l
         rule_rows = np.flatnonzero(is_rule)
         rules = _rules(table, rule_rows, lines[rule_rows], path)
         info.notes.append(f"{int(is_rule.sum())} rule rows (Nsight Compute guidance) kept as rules, not metrics")
-        kept = np.flatnonzero(~is_rule)
-        table = {name: column.take(kept) for name, column in table.items()}
-        lines = lines[kept]
+        _take_rows(table, np.flatnonzero(~is_rule), [name for name in table if name not in _RULE_COLUMNS])
+        lines = lines[~is_rule]
     if len(lines) == 0:
         raise InputError("the ncu table holds no metric rows", path=path, line=header_line + 1)
     bad_id = (table["ID"].codes < 0) | (table["Kernel Name"].codes < 0)
@@ -208,8 +212,7 @@ def _from_coded(path: Path, table: dict[str, coded.Coded], n_rows: int, header_l
         used = used_name[names.codes]
         if used.any() and not used.all():
             rows = np.flatnonzero(used)
-            table = {name: table[name].take(rows) for name in ("Metric Name", "Section Name", "Metric Unit",
-                                                                "Metric Value") if name in table}
+            _take_rows(table, rows, _METRIC_COLUMNS)
             launch_codes, lines = launch_codes[rows], lines[rows]
 
     metric_codes, metric_names = _metric_names(table, launch_codes)
@@ -276,6 +279,17 @@ def _from_coded(path: Path, table: dict[str, coded.Coded], n_rows: int, header_l
     parsed = to_parsed(frame, kinds, info, per_kernel=False, join="launch")
     parsed.rules = rules
     return parsed
+
+
+def _take_rows(table: dict[str, coded.Coded], rows: np.ndarray, columns: Iterable[str]) -> None:
+    """Keep ``rows`` of the ``columns`` of ``table`` and drop its other columns, in place: each column is
+    replaced as its rows are taken, so the table is never held twice."""
+    wanted = set(columns)
+    for name in list(table):
+        if name in wanted:
+            table[name] = table[name].take(rows)
+        else:
+            del table[name]
 
 
 def _launches(table: dict[str, coded.Coded]) -> tuple[np.ndarray, list[str]]:
