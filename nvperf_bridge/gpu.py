@@ -347,13 +347,20 @@ def builtin_profile_dir() -> Path:
 @functools.lru_cache(maxsize=1)
 def datasheet_profiles() -> dict[str, GpuProfile]:
     """Every row of the datasheet table (``data/gpu_datasheet.csv``) as a validated GpuProfile, by id."""
-    from nvperf_bridge.datasheet import DATASHEET_FILE, datasheet_rows, profile_mapping
+    from nvperf_bridge.datasheet import datasheet_rows
 
     profiles = {}
     for row in datasheet_rows():
-        data = profile_mapping(row)
-        profiles[data["id"]] = profile_from_mapping(data, f"nvperf_bridge/data/{DATASHEET_FILE}:{row['_line']}")
+        profile = _datasheet_profile(row)
+        profiles[profile.id] = profile
     return profiles
+
+
+def _datasheet_profile(row: dict[str, str]) -> GpuProfile:
+    """One row of the datasheet table as a validated GpuProfile."""
+    from nvperf_bridge.datasheet import DATASHEET_FILE, profile_mapping
+
+    return profile_from_mapping(profile_mapping(row), f"nvperf_bridge/data/{DATASHEET_FILE}:{row['_line']}")
 
 
 def load_profiles(extra_dirs: list[Path] | tuple[Path, ...] = ()) -> dict[str, GpuProfile]:
@@ -393,11 +400,11 @@ def _shipped_profile(profile_id: str) -> GpuProfile | None:
     file = builtin_profile_dir() / f"{profile_id}.yaml"
     if file.is_file():
         return load_profile_file(file)
-    from nvperf_bridge.datasheet import DATASHEET_FILE, datasheet_rows, profile_mapping
+    from nvperf_bridge.datasheet import datasheet_rows
 
     for row in reversed(datasheet_rows()):  # the last row of an id wins, as in ``datasheet_profiles``
         if row["id"].strip() == profile_id:
-            return profile_from_mapping(profile_mapping(row), f"nvperf_bridge/data/{DATASHEET_FILE}:{row['_line']}")
+            return _datasheet_profile(row)
     return None
 
 
