@@ -6,9 +6,8 @@ transpose, a tall triangular solve, 1e6 x 18 scores) the split costs far more th
 on this project's 2-core benchmark machine a 100k x 18 weighted Gram took 0.065-0.115 CPU s on
 two threads against 0.004 on one, and Kerr on 1M kernels 2.1-4.5 CPU s against 1.4-1.6
 (paired runs, load ~10). ``one_thread()`` sets every OpenBLAS loaded in this process to one
-thread for the block and restores each one's count after it; ``as_before()`` inside it gives a
-single product back the threads it had, for a product whose sum OpenBLAS splits between threads
-(then its last bits depend on the split, and one thread would change them).
+thread for the block and restores each one's count after it. One thread also makes a product's
+last bits the same on every machine: a sum OpenBLAS splits between threads depends on the split.
 
 The libraries are found in ``/proc/self/maps`` (Linux) and driven through their own exported
 ``*_set_num_threads`` / ``*_get_num_threads`` (plain OpenBLAS and the ``scipy_openblas`` builds
@@ -94,19 +93,4 @@ def one_thread() -> Iterator[None]:
                 _SAVED.clear()
 
 
-@contextmanager
-def as_before() -> Iterator[None]:
-    """Inside a ``one_thread`` block: every library back at its thread count from before that block
-    (a product whose multi-threaded sum must stay as it was); outside one, nothing changes."""
-    with _LOCK:
-        saved = list(_SAVED.values())
-    for set_, count in saved:
-        set_(count)  # type: ignore[operator]
-    try:
-        yield
-    finally:
-        for set_, _ in saved:
-            set_(1)  # type: ignore[operator]
-
-
-__all__ = ["as_before", "one_thread"]
+__all__ = ["one_thread"]

@@ -342,10 +342,9 @@ def principal_components(z: np.ndarray, n: int, counts: np.ndarray | None, varia
     loadings. ``n``: the number of observations (``counts`` per row when rows stand for several).
     Returns eigenvalues, explained ratios, m, loadings, rotation, rotated loadings and the score
     weights (z @ weights: rotated standardised scores, uncorrelated, unit variance)."""
-    # the Gram keeps the BLAS threads it had (the model runs on one, blas_threads): OpenBLAS splits this
-    # sum between threads, and one thread would change its last bits
-    with blas_threads.as_before():
-        corr = ((z if counts is None else z * counts[:, None]).T @ z) / (n - 1)
+    # on the one BLAS thread the model runs on (blas_threads): a sum split between threads has last bits
+    # that depend on the machine's core count, and under load two threads took 10-20x as long
+    corr = ((z if counts is None else z * counts[:, None]).T @ z) / (n - 1)
     eigenvalues, eigenvectors = np.linalg.eigh(corr)
     order = np.argsort(eigenvalues)[::-1]
     eigenvalues = np.clip(eigenvalues[order], 0.0, None)

@@ -30,16 +30,3 @@ def test_one_thread_inside_the_block_and_the_count_restored_after() -> None:
         assert set(_thread_counts().values()) == {1}
     assert _thread_counts() == before
     assert np.array_equal(inside, outside)  # exact integers: the same product on any thread count
-
-
-def test_as_before_gives_one_product_back_its_threads() -> None:
-    before = _thread_counts()
-    if not before:
-        pytest.skip("no OpenBLAS found in this process: nothing to change")
-    with blas_threads.as_before():  # outside one_thread: nothing changes
-        assert _thread_counts() == before
-    with blas_threads.one_thread():
-        with blas_threads.as_before():
-            assert _thread_counts() == before
-        assert set(_thread_counts().values()) == {1}
-    assert _thread_counts() == before
