@@ -15,6 +15,9 @@ NAMES = [
     "[CUDA memcpy HtoD]", "[CUDA memset]", "[Unified Memory Memcpy DtoH]", "k [12] ", "k\t[12]", "k  [12]",
     " [5]", "[5]", "k [12", "k [1a]", "k []", "k [\u0663]", "kernel(float) [3] [4]", "name with [brackets] [9]",
     "k [12]\n[13]", "", "k [", "é [7]", None,
+    # at the edges of the byte window read for the suffix and of Arrow's 12 inline bytes
+    "k [" + "1" * 21 + "]", "k [" + "1" * 22 + "]", "k [" + "1" * 30 + "]", "abcdefghijkl [1]", "abcdefghijklm [1]",
+    "abcdefghijk [1]", "éééééé [0012]", "ü€ [3]", "x" * 300 + " [42]",
 ]
 
 
@@ -70,3 +73,18 @@ def test_pyarrows_split_numbers_names_by_first_appearance_across_blocks() -> Non
     out = split.result()
     codes, distinct = pd.factorize(np.array([_by_regex(n)[0] for n in names], dtype=object))
     assert out.codes.tolist() == codes.tolist() and out.distinct.tolist() == distinct.tolist()
+
+
+def test_pyarrows_split_reads_a_slice_of_a_larger_array() -> None:
+    # a batch may be a slice: its offsets start inside the offsets buffer and its names inside the data buffer
+    import pyarrow as pa
+
+    from nvperf_bridge.importers.nvprof_trace import _ArrowNames
+
+    names = [name for name in NAMES if name is not None] * 3
+    whole = pa.array(["padding name [1]"] * 5 + names + ["tail [2]"] * 4, type=pa.string())
+    split = _ArrowNames()
+    split.add(whole.slice(5, len(names)))
+    out = split.result()
+    bases = [None if code < 0 else out.distinct[code] for code in out.codes]
+    assert list(zip(bases, out.suffix.tolist())) == [_by_regex(name) for name in names]

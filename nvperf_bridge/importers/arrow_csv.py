@@ -4,8 +4,8 @@ the byte checks that send a file to the whole-text path instead.
 pyarrow is a runtime dependency, but each importer keeps pandas' parser as its fallback: ``csv_reader``
 is None where pyarrow cannot be imported, and the caller then takes that path. pyarrow's reader takes
 bytes as they are, where the whole-text path first normalises carriage returns and strips NUL bytes: a
-table holding either goes that way, either found as the reader's blocks are read (``FileRegion``, which
-raises ``NotPlain``) or by a scan first (``plain_bytes``).
+table holding either goes that way, found as the reader's blocks are read (``FileRegion``, which raises
+``NotPlain``).
 """
 
 from __future__ import annotations
@@ -41,13 +41,27 @@ class NotPlain(Exception):
 
 class FileRegion:
     """File bytes ``start`` to ``end`` as a binary stream for pyarrow's reader; a carriage return or NUL byte
-    in them raises ``NotPlain`` (the whole-text path normalises those) as the block that holds it is read."""
+    in them raises ``NotPlain`` (the whole-text path normalises those) as the block that holds it is read.
 
-    def __init__(self, path: Path, start: int, end: int) -> None:
+    ``ahead``: the most reads (blocks) the stream gives out beyond the batches its consumer has taken
+    (``taken``, once per batch). pyarrow's streaming reader otherwise reads up to 32 blocks ahead of its
+    parse on an I/O thread, each held in memory (at 4 MiB blocks 136 MB of a 1M-launch trace's peak RSS).
+    A read that waits longer than ``PACE_WAIT_S`` goes ahead anyway (the reader asks for more blocks than
+    it hands back batches at its start and end: the stream never stalls it), and ``unpace`` lets every read
+    through (a consumer that stops early)."""
+
+    PACE_WAIT_S = 0.05
+
+    def __init__(self, path: Path, start: int, end: int, ahead: int | None = None) -> None:
+        import threading
+
         self._fh = open(path, "rb")
         self._fh.seek(start)
         self._left = end - start
         self.closed = False
+        self._ahead = ahead
+        self._lead = 0  # reads given out less batches taken
+        self._turn = threading.Condition()
 
     def __enter__(self) -> "FileRegion":
         return self
@@ -60,6 +74,10 @@ class FileRegion:
         return self._fh.tell()
 
     def read(self, size: int = -1) -> bytes:
+        if self._ahead is not None:
+            with self._turn:
+                self._turn.wait_for(lambda: self._ahead is None or self._lead < self._ahead, self.PACE_WAIT_S)
+                self._lead += 1
         if size < 0 or size > self._left:
             size = self._left
         block = self._fh.read(size)
@@ -68,6 +86,18 @@ class FileRegion:
             raise NotPlain()
         return block
 
+    def taken(self) -> None:
+        """The consumer took a batch: one more read may go ahead."""
+        with self._turn:
+            self._lead -= 1
+            self._turn.notify()
+
+    def unpace(self) -> None:
+        """Every read from now on goes ahead at once."""
+        with self._turn:
+            self._ahead = None
+            self._turn.notify_all()
+
     def readable(self) -> bool:
         return True
 
@@ -75,6 +105,7 @@ class FileRegion:
         return False
 
     def close(self) -> None:
+        self.unpace()
         self._fh.close()
         self.closed = True
 
@@ -86,19 +117,3 @@ def rows_expected(path: Path, start: int, head: str) -> int:
     lines = max(1, head.count("\n"))
     per_line = max(1.0, len(head.encode("utf-8")) / lines)
     return int((path.stat().st_size - start) / per_line * 1.05) + 1024
-
-
-def plain_bytes(path: Path, start: int) -> bool:
-    """No carriage return and no NUL byte after ``start`` (those are the whole-text path's to handle): a scan
-    of the file, before or while pyarrow reads it (``FileRegion`` checks block by block as pyarrow reads
-    instead)."""
-    buffer = bytearray(1 << 22)  # one block, refilled in place: the file is scanned, never held
-    with open(path, "rb", buffering=0) as fh:
-        fh.seek(start)
-        while True:
-            got = fh.readinto(buffer)
-            if not got:
-                return True
-            block = buffer if got == len(buffer) else buffer[:got]  # a copy only for the last, short block
-            if block.find(b"\r") >= 0 or block.find(b"\x00") >= 0:
-                return False

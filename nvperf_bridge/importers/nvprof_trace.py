@@ -358,11 +358,14 @@ def _split_usual(names: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]] 
 # ---- pyarrow's CSV reader (a runtime dependency; pandas' C parser where it cannot be imported) ---------
 
 ARROW_BLOCK = 1 << 22  # bytes per block of pyarrow's streaming reader: one block's names are held at a time
-# blocks between returns of pyarrow's freed buffers to the system: jemalloc keeps them a while otherwise
+# blocks between returns of freed buffers to the system: jemalloc and the C heap keep them a while otherwise
 # (1M-launch trace: the read's peak 575 -> 525 MB)
 RELEASE_EVERY = 8
 # blocks pyarrow may parse ahead of the one being taken apart (``_ReadAhead``): 4 MiB each
 READ_AHEAD = 2
+# blocks the file may be read ahead of the batches taken (``arrow_csv.FileRegion``): pyarrow's reader would
+# hold up to 32 (1M-launch trace, pyarrow's read alone: peak RSS 205 -> 82 MB over the interpreter's)
+READ_BLOCKS_AHEAD = 8
 
 
 def _arrow_table(path: Path, head: Head, start: int, units: list[str] | None
@@ -384,7 +387,8 @@ def _arrow_table(path: Path, head: Head, start: int, units: list[str] | None
     length stops pyarrow), ragged rows, quoted newlines, carriage returns, NUL bytes, bytes that are not
     UTF-8, a row without a name (a blank line reads so), or no rows.
     """
-    from nvperf_bridge.importers.arrow_csv import csv_reader, memory_pool, plain_bytes, rows_expected
+    from nvperf_bridge.free_memory import release_free_memory
+    from nvperf_bridge.importers.arrow_csv import FileRegion, NotPlain, csv_reader, memory_pool, rows_expected
 
     reader_modules = csv_reader()
     if reader_modules is None:
@@ -409,8 +413,8 @@ def _arrow_table(path: Path, head: Head, start: int, units: list[str] | None
     split = _ArrowNames()
     pool = memory_pool()
     try:
-        with pa.OSFile(str(path)) as source:
-            source.seek(table.start)
+        # read once, each block looked at for carriage returns and NUL bytes (NotPlain) as it is read
+        with FileRegion(path, table.start, path.stat().st_size, ahead=READ_BLOCKS_AHEAD) as source:
             reader = pa_csv.open_csv(
                 source,
                 read_options=pa_csv.ReadOptions(skip_rows=2 if has_units else 1, column_names=names,
@@ -421,9 +425,7 @@ def _arrow_table(path: Path, head: Head, start: int, units: list[str] | None
                                                       check_utf8=True),
                 memory_pool=pool,
             )
-            with _ReadAhead(reader, READ_AHEAD) as batches:
-                if not plain_bytes(path, table.start):
-                    return None  # carriage returns or NUL bytes (looked for while pyarrow parses): pandas' path
+            with _ReadAhead(reader, READ_AHEAD, source) as batches:
                 for batch in batches:
                     if batch.column("Name").null_count:
                         # a row without a name, or a blank line (a row of nulls to pyarrow, where the table ends
@@ -451,9 +453,11 @@ def _arrow_table(path: Path, head: Head, start: int, units: list[str] | None
                         chunks.append(batch.column(name))
                     split.add(batch.column("Name"))
                     if split.blocks % RELEASE_EVERY == 0:
-                        pool.release_unused()  # the blocks' freed buffers go back now, not at the end
-    except pa.ArrowInvalid:
-        return None  # ragged, text after the table, words in a number column, not UTF-8: pandas' path
+                        # the blocks' freed buffers go back now, not at the end: pyarrow's, and the C heap's (the
+                        # file's blocks are read into Python bytes on pyarrow's I/O thread)
+                        release_free_memory()
+    except (pa.ArrowInvalid, NotPlain):
+        return None  # ragged, text after the table, words in a number column, not UTF-8, CR or NUL: pandas' path
     finally:
         pool.release_unused()
     if not split.rows:
@@ -518,11 +522,84 @@ def _arrow_objects(column) -> np.ndarray:
     return distinct[codes]
 
 
+# the most digits a suffix found by ``_usual_suffixes`` may have (a longer one goes through ``_split_one``)
+SUFFIX_DIGITS = 21  # three 8-byte words with the space, "[" and "]"
+_DIGIT_0, _DIGIT_9, _SPACE, _OPEN, _CLOSE = b"0"[0], b"9"[0], b" "[0], b"["[0], b"]"[0]
+
+
+def _name_buffers(name) -> tuple[np.ndarray, np.ndarray]:
+    """A pyarrow string array's first and end byte per row in its data buffer, and that buffer's bytes."""
+    m = len(name)
+    offsets = np.frombuffer(name.buffers()[1], dtype=np.int32, count=m + 1, offset=name.offset * 4).astype(np.int64)
+    buffer = name.buffers()[2]
+    return offsets, np.frombuffer(buffer, dtype=np.uint8) if buffer is not None else np.empty(0, dtype=np.uint8)
+
+
+def _usual_suffixes(name) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of a pyarrow string array that end in the usual `` [digits]`` (what ``_split_one`` splits
+    with ``str.rpartition``: a space, ``[``, 1 to ``SUFFIX_DIGITS`` ASCII digits, ``]``), and the number of
+    digits of each. Read from the last ``SUFFIX_DIGITS + 3`` bytes of each row, taken from the array's
+    buffer 8 at a time, without a copy of any name: the four characters are ASCII, so no byte of a
+    multi-byte UTF-8 character is taken for one. A row in the buffer's first bytes is left to the caller."""
+    offsets, data = _name_buffers(name)
+    first, end = offsets[:-1], offsets[1:]
+    width = SUFFIX_DIGITS + 3
+    rows = np.flatnonzero((end - first >= 4) & (end >= width) & ~name.is_null().to_numpy(zero_copy_only=False))
+    if not len(rows):
+        return rows, np.zeros(0, dtype=np.int64)
+    words = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))  # the 8 bytes from each byte on
+    window = np.stack([words[end[rows] - width + at] for at in range(0, width, 8)], axis=1).view(np.uint8)
+    window[np.arange(width) < (first[rows] - end[rows] + width)[:, None]] = 0  # the bytes before the row's own
+    is_digit = (window[:, :-1] >= _DIGIT_0) & (window[:, :-1] <= _DIGIT_9)
+    digits = np.argmin(is_digit[:, ::-1], axis=1)  # the digits before the last byte, right to left
+    bracket = (width - 2 - digits)[:, None]
+    usual = ((window[:, -1] == _CLOSE) & (digits >= 1) & (bracket[:, 0] >= 1)
+             & (np.take_along_axis(window, bracket, axis=1)[:, 0] == _OPEN)
+             & (np.take_along_axis(window, np.maximum(bracket - 1, 0), axis=1)[:, 0] == _SPACE))
+    return rows[usual], digits[usual]
+
+
+def _byte_views(name, first: np.ndarray, length: np.ndarray):
+    """A pyarrow ``string_view`` array of the byte ranges ``first`` .. ``first + length`` of ``name``'s data
+    buffer: parts of its names, viewed, not copied (Arrow's 16-byte view per row: the length and the bytes
+    inline up to 12 bytes, else the length, 4 first bytes, buffer 0 and the offset)."""
+    import pyarrow as pa
+
+    _, data = _name_buffers(name)
+    views = np.zeros((len(first), 4), dtype=np.int32)
+    views[:, 0] = length
+    long = np.flatnonzero(length > 12)
+    if len(long):
+        words = np.ndarray((len(data) - 3,), dtype="<i4", buffer=data, strides=(1,))  # the 4 bytes from each byte on
+        views[long, 1] = words[first[long]]
+        views[long, 3] = first[long]
+    short = np.flatnonzero(length <= 12)
+    if len(short) and len(data):  # the bytes themselves, zero after the text
+        places = np.arange(12)
+        inline = data[np.minimum(first[short, None] + places, len(data) - 1)]
+        views.view(np.uint8)[short, 4:] = np.where(places < length[short, None], inline, 0)
+    return pa.Array.from_buffers(pa.string_view(), len(first), [None, pa.py_buffer(views), name.buffers()[2]])
+
+
+def _byte_copies(name, first: np.ndarray, length: np.ndarray):
+    """A pyarrow string array of copies of the byte ranges ``first`` .. ``first + length`` of ``name``'s data
+    buffer (short parts of its names: the suffixes' digits)."""
+    import pyarrow as pa
+
+    _, data = _name_buffers(name)
+    offsets = np.zeros(len(first) + 1, dtype=np.int64)
+    np.cumsum(length, out=offsets[1:])
+    taken = data[np.repeat(first - offsets[:-1], length) + np.arange(offsets[-1])]
+    return pa.Array.from_buffers(pa.string(), len(first), [None, pa.py_buffer(offsets.astype(np.int32)),
+                                                           pa.py_buffer(taken)])
+
+
 class _ArrowNames:
-    """``_split_suffix`` and ``pd.factorize`` of the kernel names, block by block, in pyarrow: each block's
-    names are split at their last `` [`` (``split_pattern``, as ``str.rpartition``), the rows whose part after
-    it is digits and ``]`` keep the part before it as their name, and only the rest (memcpy rows, a name
-    without a suffix or another space before ``[``) go through ``_split_one``, once per distinct name."""
+    """``_split_suffix`` and ``pd.factorize`` of the kernel names, block by block, in pyarrow: the rows
+    that end in the usual `` [digits]`` (``_usual_suffixes``, from the buffers) are told apart by the text
+    before it (pyarrow's hash of views into the block's names, ``_byte_views``: no name is copied or made
+    a Python string), and only the rest (memcpy rows, a name without a suffix or another space before
+    ``[``) go through ``_split_one``, once per distinct name."""
 
     def __init__(self) -> None:
         self.ids: dict[str, int] = {}  # kernel name -> code, in order of first appearance
@@ -538,24 +615,19 @@ class _ArrowNames:
 
         m = len(name)
         missing = name.is_null().to_numpy(zero_copy_only=False)
-        parts = pc.split_pattern(name, pattern=" [", max_splits=1, reverse=True)
-        two = pc.list_value_length(parts).fill_null(0).to_numpy(zero_copy_only=False) == 2
-        first = parts.offsets.to_numpy()[:-1][two]
-        head, tail = parts.values.take(pa.array(first)), parts.values.take(pa.array(first + 1))
+        rows, digits = _usual_suffixes(name)
         usual = np.zeros(m, dtype=bool)
-        usual[two] = pc.match_substring_regex(tail, r"^[0-9]+\]$").to_numpy(zero_copy_only=False)
-        ok = usual[two]
+        usual[rows] = True
         local = np.full(m, -1, dtype=np.int64)  # codes into ``texts``, this block's names
         texts: list[str] = []
         suffix = np.empty(m, dtype=object)
-        if ok.any():
-            if not ok.all():  # a block of usual names alone (most blocks) needs no copy of them
-                kept = pa.array(ok)
-                head, tail = head.filter(kept), tail.filter(kept)
-            encoded = pc.dictionary_encode(head)
+        if len(rows):
+            offsets, _ = _name_buffers(name)
+            first, end = offsets[rows], offsets[rows + 1]
+            encoded = pc.dictionary_encode(_byte_views(name, first, end - first - digits - 3))
             texts = encoded.dictionary.to_pylist()
-            local[usual] = encoded.indices.to_numpy()
-            suffix[usual] = pc.utf8_slice_codeunits(tail, 0, -1).to_numpy(zero_copy_only=False)
+            local[rows] = encoded.indices.to_numpy()
+            suffix[rows] = _byte_copies(name, end - digits - 1, digits).to_numpy(zero_copy_only=False)
         other = ~usual & ~missing
         if other.any():
             encoded = pc.dictionary_encode(name.filter(pa.array(other)))
@@ -563,14 +635,12 @@ class _ArrowNames:
             which = encoded.indices.to_numpy()
             local[other] = len(texts) + which
             texts += [base for base, _ in pairs]
-            digits = np.empty(len(pairs), dtype=object)
-            digits[:] = [d for _, d in pairs]
-            suffix[other] = digits[which]
+            digits_of = np.empty(len(pairs), dtype=object)
+            digits_of[:] = [d for _, d in pairs]
+            suffix[other] = digits_of[which]
         # the block's names numbered on in order of first appearance (as pd.factorize numbers them)
-        present = local >= 0
-        labels, first_row = np.unique(local[present], return_index=True)
         code_of = np.full(len(texts) + 1, -1, dtype=np.int64)  # the last entry: a row without a name
-        for label in labels[np.argsort(first_row)]:
+        for label in pd.unique(local[local >= 0]):  # in order of first appearance
             code_of[label] = self.ids.setdefault(texts[label], len(self.ids))
         self.codes.append(code_of[local])
         self.suffix.append(suffix)
@@ -588,20 +658,25 @@ class _ArrowNames:
 class _ReadAhead:
     """The items of ``batches`` (pyarrow's streaming reader), taken from it by a thread of its own, started
     at once, at most ``depth`` ahead: pyarrow's parse (single-threaded, and it lets go of the interpreter
-    lock) runs on the other core while this thread takes the previous block apart. An exception of the
-    reader is raised by ``__next__``; ``close`` stops the thread (a context manager closes it)."""
+    lock) runs on the other core while this thread takes the previous block apart. ``source`` (the
+    reader's ``FileRegion``, if given) is told of each batch taken, and is let read on freely once closed.
+    An exception of the reader is raised by ``__next__``; ``close`` stops the thread (a context manager
+    closes it)."""
 
     _DONE = object()
 
-    def __init__(self, batches, depth: int) -> None:
+    def __init__(self, batches, depth: int, source=None) -> None:
         self._ready: queue.Queue = queue.Queue(depth)
         self._stop = threading.Event()
+        self._source = source
         self._thread = threading.Thread(target=self._take, args=(batches,), name="nvprof-trace-parse", daemon=True)
         self._thread.start()
 
     def _take(self, batches) -> None:
         try:
             for item in batches:
+                if self._source is not None:
+                    self._source.taken()
                 if self._stop.is_set():
                     return
                 self._ready.put(item)
@@ -624,6 +699,8 @@ class _ReadAhead:
 
     def close(self) -> None:
         self._stop.set()
+        if self._source is not None:
+            self._source.unpace()  # a reader waiting to read on (the thread waits for it) goes ahead
         while self._thread.is_alive():  # a put waiting for room returns once the queue is drained
             with contextlib.suppress(queue.Empty):
                 self._ready.get(timeout=0.05)
