@@ -155,3 +155,38 @@ def test_a_read_ahead_stopped_early_leaves_no_thread() -> None:
         next(failing)
     failing.close()
     assert not _parse_threads()
+
+
+def test_the_file_is_read_no_further_ahead_than_the_batches_taken_allow(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # pyarrow's I/O thread would read up to 32 blocks ahead of its parse: FileRegion(ahead=2) gives out two
+    # reads, the third waits for a batch taken (or for unpace), and the bytes read are the file's
+    import threading
+
+    from nvperf_bridge.importers.arrow_csv import FileRegion
+
+    monkeypatch.setattr(FileRegion, "PACE_WAIT_S", 60.0)  # the wait's own limit out of the way
+    path = tmp_path / "blocks.bin"
+    path.write_bytes(b"abcdefghij" * 3)
+    got: list[bytes] = []
+    two_read = threading.Event()
+    with FileRegion(path, 2, 28, ahead=2) as source:
+        def read_all() -> None:
+            while block := source.read(8):
+                got.append(block)
+                if len(got) == 2:
+                    two_read.set()
+
+        reader = threading.Thread(target=read_all)
+        reader.start()
+        assert two_read.wait(10)
+        reader.join(0.3)
+        assert len(got) == 2 and reader.is_alive(), "the third read waits"
+        source.taken()
+        while len(got) < 3 and reader.is_alive():
+            reader.join(0.01)
+        assert len(got) == 3, "a batch taken lets one more read go"
+        source.unpace()  # a consumer that stops: every read goes on
+        reader.join(10)
+        assert not reader.is_alive()
+    assert b"".join(got) == (b"abcdefghij" * 3)[2:28]
