@@ -6,8 +6,9 @@ runs next: inside a library's ``finally``, a generator being closed or a
 tracebacks then), and SIGTERM kills without running any cleanup at all. While
 the command line runs, ``handle_signals`` replaces both with a handler that
 kills the worker processes this run started (isolated model plugins), removes
-the temporary files of unfinished atomic writes, prints one line and ends the
-process with ``os._exit(128 + signal)`` (130 for SIGINT, 143 for SIGTERM):
+the temporary files of unfinished atomic writes and those of openpyxl's
+write-only sheets (which openpyxl removes only at a normal exit), prints one
+line and ends the process with ``os._exit(128 + signal)`` (130 for SIGINT, 143 for SIGTERM):
 nothing half-written is left, and no third-party code runs after the signal.
 
 A signal that was ignored when the process started (``nohup``, a background
@@ -22,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 from typing import Any, Iterator
 
 HANDLED = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None)) if s is not None)
@@ -57,11 +59,18 @@ def reset_in_child() -> None:
             signal.signal(signum, signal.SIG_DFL)
 
 
+def _third_party_temp_files() -> list[str]:
+    """openpyxl's sheet files (``/tmp/openpyxl.*``): it removes them in an ``atexit`` hook,
+    which ``os._exit`` skips. Looked up, not imported: a run that wrote no workbook has none."""
+    writer = sys.modules.get("openpyxl.worksheet._writer")
+    return list(getattr(writer, "ALL_TEMP_FILES", ()))
+
+
 def _on_signal(signum: int, frame: Any) -> None:  # noqa: ARG001 (signal handler signature)
     for process in list(_children.values()):
         with contextlib.suppress(Exception):
             process.kill()
-    for path in list(_temp_files):
+    for path in [*_temp_files, *_third_party_temp_files()]:
         with contextlib.suppress(OSError):
             os.unlink(path)
     name = "interrupted" if signum == getattr(signal, "SIGINT", None) else f"stopped by {signal.Signals(signum).name}"

@@ -203,9 +203,9 @@ def _default_signals() -> None:
         signal.signal(signum, signal.SIG_DFL)
 
 
-def _run_child(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _run_child(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300, cwd=cwd,
-                          preexec_fn=_default_signals)
+                          preexec_fn=_default_signals, env=env)
 
 
 INTERRUPT_IN_WRITE = """
@@ -253,7 +253,7 @@ def test_signal_at_random_moments_never_leaves_a_partial_file(tmp_path: Path, si
     for delay in (0.5, 1.5, 3.0, 5.0):
         proc = subprocess.Popen([sys.executable, "-m", "nvperf_bridge", "analyze", str(source), "-o", str(out),
                                  "--force", "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                                preexec_fn=_default_signals)
+                                preexec_fn=_default_signals, env={**os.environ, "TMPDIR": str(tmp_path)})
         time.sleep(delay)
         proc.send_signal(getattr(signal, signame))
         _, err = proc.communicate(timeout=300)
@@ -269,7 +269,8 @@ def test_signal_at_random_moments_never_leaves_a_partial_file(tmp_path: Path, si
             out.write_bytes(b"previous complete report")
         if signame == "SIGINT":
             assert _strays(out_dir) == []
-        else:
+            assert list(tmp_path.glob("openpyxl.*")) == []  # openpyxl's sheet files too
+        else:  # SIGKILL: openpyxl's sheet files stay in TMPDIR (here tmp_path), as they would for any program
             assert all(re.fullmatch(r"\.out\.xlsx\..+\.tmp", name) for name in _strays(out_dir))
 
 
@@ -292,15 +293,19 @@ sys.exit(main(sys.argv[3:]))
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
 def test_signal_while_the_workbook_is_built_prints_one_line(tmp_path: Path, signame: str) -> None:
     """A signal inside openpyxl: no "Exception ignored" tracebacks from its half-built sheets, the
-    previous file kept, no temporary file left."""
+    previous file kept, no temporary file left: neither ours beside the output nor openpyxl's sheet
+    files in the temporary folder."""
     source = _big_input(tmp_path, 30)
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     out = out_dir / "out.xlsx"
     out.write_bytes(b"previous complete report")
+    temp_dir = tmp_path / "tmp"
+    temp_dir.mkdir()
     for at in (3, 12):
         proc = _run_child("-c", INTERRUPT_IN_WORKBOOK, signame, str(at), "analyze", str(source), "-o", str(out),
-                          "--force", "-q", cwd=tmp_path)
+                          "--force", "-q", cwd=tmp_path, env={**os.environ, "TMPDIR": str(temp_dir)})
+        assert sorted(p.name for p in temp_dir.iterdir()) == []
         assert proc.returncode == 128 + getattr(signal, signame), proc.stderr
         assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
         assert proc.stderr.count("\n") == 1, proc.stderr
