@@ -187,6 +187,14 @@ def test_large_input_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [r[3] for r in rows] == [f"G{g}" for g in range(1, 41)]
     assert all(r[0] is not None for r in rows[:22]) and all(r[0] is None for r in rows[22:])
     assert [r[1] for r in rows[22:]] == ["1 launch"] * 18
+    # a tail row's numbers: its group's share and mean time per launch; no per-kernel prediction or error
+    measured = next(i for i, h in enumerate(header) if str(h).startswith("Measured ("))
+    share = header.index("Group share of GPU time")
+    predicted = [i for i, h in enumerate(header) if " predicted (" in str(h) or str(h).endswith(" error")]
+    assert predicted and all(isinstance(r[measured], float) and r[measured] > 0 for r in rows)
+    assert all(0 < r[share] < 1 for r in rows)
+    assert all(r[i] is None for r in rows[22:] for i in predicted)
+    assert all(r[i] is not None for r in rows[:22] for i in predicted)
     alpha = wb["alpha"]
     header_row = next(r for r in range(1, 8) if alpha.cell(r, 1).value == "#")
     assert alpha.max_row == header_row + 5

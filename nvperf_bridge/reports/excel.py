@@ -282,7 +282,7 @@ def _id_column(kernels: pd.DataFrame) -> Column:
 
 def _time_column(header: str, values_ns: pd.Series, comment: str = "") -> Column:
     unit = time_unit(values_ns)
-    numbers = number_values(values_ns, unit.ns)
+    numbers = number_array(values_ns, unit.ns)
     title = f"{header} ({unit.label})"
     return Column(title, numbers, "number", "#,##0.00", max(13.0, number_width(title, numbers, "#,##0.00")),
                   comment or f"times in {unit.label} (1 {unit.label} = {unit.ns:g} ns)")
@@ -291,10 +291,10 @@ def _time_column(header: str, values_ns: pd.Series, comment: str = "") -> Column
 def _error_column(header: str, fractions: pd.Series, hidden: pd.Series | None = None) -> Column:
     """Signed errors as %; where ``hidden`` (``common.not_judged``) the cell says 'not judged' instead:
     the prediction read an input derived from the measured time, as the accuracy table leaves out."""
-    values = number_values(fractions)
     comment = "(predicted - measured) / measured"
     if hidden is None or not hidden.any():
-        return Column(header, values, "number", "+0.0%;-0.0%;0.0%", 10.0, comment)
+        return Column(header, number_array(fractions), "number", "+0.0%;-0.0%;0.0%", 10.0, comment)
+    values = number_values(fractions)  # a list: some cells hold text
     for position in np.flatnonzero(hidden.to_numpy(dtype=bool)):
         values[position] = NOT_JUDGED
     return Column(header, values, "number", "+0.0%;-0.0%;0.0%", 11.0, f"{comment}; {NOT_JUDGED_NOTE}",
@@ -633,7 +633,7 @@ def _summary_sheet(analysis: Analysis, summary: pd.DataFrame, order: np.ndarray,
     columns.append(Column("Group", [f"G{int(g) + 1}" for g in group], width=7.0, align="center",
                           comment="kernel group (kernel + launch shape), G1 the longest; see the Kernel groups sheet"))
     if review.groups.time_source != "none":
-        columns.append(Column("Group share of GPU time", number_values(table["share"].to_numpy()[group]), "number",
+        columns.append(Column("Group share of GPU time", number_array(table["share"].to_numpy()[group]), "number",
                               "0.0%", 11.0, "the group's total time / the run's GPU time"))
     labels: list[int] = [len(columns)]
     columns.append(Column("Verdict", text_values([verdict_of.get(int(g), "") for g in group]), "label", width=17.0,
@@ -644,7 +644,7 @@ def _summary_sheet(analysis: Analysis, summary: pd.DataFrame, order: np.ndarray,
                           comment="the first of the group's actions (all of them on the Kernel groups sheet)",
                           wrap=True))
     if "invocations" in kernels.columns and (pd.to_numeric(kernels["invocations"], errors="coerce") > 1).any():
-        columns.append(Column("Invocations", number_values(kernels["invocations"]), "number", "#,##0", 11.0))
+        columns.append(Column("Invocations", number_array(kernels["invocations"]), "number", "#,##0", 11.0))
     columns.append(_time_column("Measured", summary["measured_ns"], "measured kernel duration"))
     errors: list[int] = []
     runs = analysis.ok_runs()
@@ -661,8 +661,8 @@ def _summary_sheet(analysis: Analysis, summary: pd.DataFrame, order: np.ndarray,
                           comment="most common label among the models within 2x of the kernel's measured time "
                                   "('unknown' does not vote); a split vote goes to the measured side, as "
                                   "in the group verdicts"))
-    columns.append(Column("Models agreeing", number_values(summary["models_agreeing"]), "number", "0", 10.0))
-    columns.append(Column("Models voting", number_values(summary["models_voting"]), "number", "0", 9.0))
+    columns.append(Column("Models agreeing", number_array(summary["models_agreeing"]), "number", "0", 10.0))
+    columns.append(Column("Models voting", number_array(summary["models_voting"]), "number", "0", 9.0))
     full = text_values(full_names(kernels))
     columns.append(Column("Full kernel name", full, width=_text_width("Full kernel name", full, cap=100, floor=20)))
     notes: list[str] = []
@@ -677,12 +677,15 @@ def _append_tail(columns: list[Column], tail: pd.DataFrame, shown: int, total: i
     time per launch; the other cells empty. Returns the sheet's note saying so."""
     by_header = {column.header.split(" (")[0]: column for column in columns}
     for column in columns:
-        column.values = list(column.values) + [None] * len(tail)
+        if isinstance(column.values, np.ndarray):  # numbers: NaN is an empty cell
+            column.values = np.concatenate([column.values, np.full(len(tail), np.nan)])
+        else:
+            column.values = list(column.values) + [None] * len(tail)
     labels = [f"G{int(g) + 1}" for g in tail["group"]]
 
     def put(header: str, values: list[Any]) -> None:
         if header in by_header:
-            by_header[header].values[shown:] = values
+            _set_tail(by_header[header], shown, values)
 
     put("Kernel ID", text_values([f"{int(n):,} launch{'es' if int(n) != 1 else ''}" for n in tail["launches"]]))
     put("Kernel", text_values(tail["kernel"], NAME_WIDTH))
@@ -694,12 +697,20 @@ def _append_tail(columns: list[Column], tail: pd.DataFrame, shown: int, total: i
     measured = next((c for c in columns if c.header.startswith("Measured (")), None)
     if measured is not None:  # mean time per launch, in the column's unit
         scale = next(ns for label, ns in TIME_UNITS if f"({label})" in measured.header)
-        measured.values[shown:] = number_values(tail["mean_ns"], scale)
+        _set_tail(measured, shown, number_values(tail["mean_ns"], scale))
     share = float(tail["share"].sum(skipna=True))
     return [f"Kernels of the top kernel groups ({TOP_SHARE:.0%} of the GPU time: {shown:,} of {total:,} kernels, "
             f"longest first), then one row per other group ({len(tail):,} groups, "
             f"{share:.1%} of the GPU time; Measured there is the mean per launch). Every kernel is on the Inputs "
             "sheet; --format json or csv has every kernel with its predictions."]
+
+
+def _set_tail(column: Column, shown: int, values: list[Any]) -> None:
+    """The tail rows' cells of ``column`` (from row ``shown`` on); None is an empty cell."""
+    if isinstance(column.values, np.ndarray):
+        column.values[shown:] = np.array(values, dtype="float64")  # None -> NaN
+    else:
+        column.values[shown:] = values
 
 
 def _plain(text: str) -> str:
