@@ -145,24 +145,33 @@ def kernel_consensus(analysis: Any) -> pd.DataFrame:
     names another label than the verdict of the same launches. Columns ``consensus``,
     ``agreeing``, ``voting``, ``rule``."""
     index = analysis.kernels.index
-    weights, ratios = vote_weights(analysis)
+    totals, counts, labelled, judged = _kernel_votes(analysis)
+    compute, memory, _ = speed_of_light(analysis)
+    decided = decide(totals, counts, labelled, judged, compute.to_numpy(dtype="float64"),
+                     memory.to_numpy(dtype="float64"), view_covers_every_unit(analysis).to_numpy(dtype=bool))
+    return pd.DataFrame({"consensus": decided["verdict"].to_numpy(), "agreeing": decided["agreeing"].to_numpy(),
+                         "voting": decided["voting"].to_numpy(), "rule": decided["rule"].to_numpy()}, index=index)
+
+
+def _kernel_votes(analysis: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``decide``'s vote inputs per kernel row: ``totals``, ``counts``, ``labelled`` and ``judged``.
+    A function of its own so that the per-model frames it reads (labels, predictions, weights: about
+    35 MiB at 100k kernels and 7 models) are gone before ``decide`` makes its own temporaries."""
+    index = analysis.kernels.index
     runs = analysis.ok_runs()
+    if not runs:
+        empty = np.zeros((len(index), len(_VOTED)))
+        return empty, empty.astype(int), empty.copy(), np.zeros(len(index), dtype=bool)
+    weights, ratios = vote_weights(analysis)
     labels = pd.DataFrame({mid: run.result["bottleneck"].astype(str) for mid, run in runs.items()}, index=index)
     predicted = pd.DataFrame({mid: pd.to_numeric(run.result["predicted_ns"], errors="coerce")
                               for mid, run in runs.items()}, index=index)
     totals, counts = _label_votes(labels, weights)
     # the models that name a label on the row (voting or not), and whether one was judged against the time
     named = labels.where(predicted.notna())
-    labelled = np.column_stack([(named == label).sum(axis=1).to_numpy() for label in _VOTED]) if runs else \
-        np.zeros((len(index), len(_VOTED)))
+    labelled = np.column_stack([(named == label).sum(axis=1).to_numpy() for label in _VOTED])
     judged = ((weights > 0) & ratios.notna()).any(axis=1).to_numpy(dtype=bool)
-    compute, memory, _ = speed_of_light(analysis)
-    if not runs:
-        totals, counts = np.zeros((len(index), len(_VOTED))), np.zeros((len(index), len(_VOTED)), dtype=int)
-    decided = decide(totals, counts, labelled.astype("float64"), judged, compute.to_numpy(dtype="float64"),
-                     memory.to_numpy(dtype="float64"), view_covers_every_unit(analysis).to_numpy(dtype=bool))
-    return pd.DataFrame({"consensus": decided["verdict"].to_numpy(), "agreeing": decided["agreeing"].to_numpy(),
-                         "voting": decided["voting"].to_numpy(), "rule": decided["rule"].to_numpy()}, index=index)
+    return totals, counts, labelled.astype("float64"), judged
 
 
 def speed_of_light(analysis: Any) -> tuple[pd.Series, pd.Series, str]:
