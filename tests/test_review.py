@@ -73,6 +73,29 @@ def test_nsight_speed_of_light_beside_the_verdict_v100(realdata_dir: Path) -> No
     assert occupancy and "limited by 58 registers per thread" in occupancy[0]
 
 
+def test_nvprof_dram_advice_quotes_the_bytes_figure_not_the_0_to_10_level(realdata_dir: Path) -> None:
+    """magus-corpus convolutionFFT2D (GTX 1080 Ti): nvprof's dram_utilization is a level (High (8) = 0.8);
+    the kernel moved 0.69 of peak by its DRAM bytes over its time. The advice quotes the same figure as
+    the speed-of-light line, so a reviewer does not read 69% and 80% for the same DRAM."""
+    pair = ("magus-corpus/metrics_cudasdk_convolutionFFT2D.csv", "magus-corpus/traces_cudasdk_convolutionFFT2D.csv")
+    analysis = _analysis(realdata_dir, *pair)
+    kernels = analysis.kernels
+    assert set(np.round(kernels["sol_dram_fraction"].dropna(), 6)) <= {round(0.1 * n, 6) for n in range(11)}
+    from_bytes = ((kernels["dram_read_bytes"] + kernels["dram_write_bytes"]) / (analysis.measured_ns * 1e-9)
+                  / analysis.row_gpu_value("memory_bandwidth_bytes_per_s"))
+    compute, memory, _ = speed_of_light(analysis)
+    quantities = row_quantities(analysis, compute, memory)
+    assert np.allclose(quantities["dram_fraction"], from_bytes, equal_nan=True)
+    assert (np.abs(quantities["dram_fraction"] - kernels["sol_dram_fraction"]) > 0.05).any(), \
+        "the file should hold a kernel whose level and bytes disagree (else this test proves nothing)"
+    for row in build_review(analysis).group_rows():
+        quoted = [a["text"] for a in row["advice"] if a["rule"] == "memory-bandwidth"]
+        if quoted:
+            figure = int(re.search(r"DRAM at (\d+)% of peak", quoted[0]).group(1))
+            # the speed-of-light memory side is the busiest memory unit: DRAM or one busier than it
+            assert figure <= round(100 * row["nsight"]["memory"]), (quoted[0], row["nsight"])
+
+
 def test_measured_view_overrules_a_vote_nothing_measured_backs(realdata_dir: Path) -> None:
     """The magus matrixMul metrics file alone: no measured time, so the one vote (roofline, compute,
     unvalidated on this GPU) rests on nothing checked, while nvprof's unit levels put the memory side

@@ -89,6 +89,19 @@ def load_limiters() -> dict[str, tuple[str, str]]:
     return {r["limiter"]: (r["describe"], r["action"]) for r in rows}
 
 
+def _dram_fraction(kernels: pd.DataFrame, from_bytes: pd.Series) -> pd.Series:
+    """Per row, DRAM throughput as a fraction of peak, the figure the Speed-of-light line shows: on an
+    Nsight Compute row (it has the speed-of-light sections) Nsight's own ``sol_dram_fraction``, else
+    ``from_bytes`` (DRAM bytes / measured time / the profile's bandwidth). nvprof's ``dram_utilization``,
+    which also lands in ``sol_dram_fraction``, is a 0-10 level: it stands in only where the bytes are
+    missing (a level of 8 is anything from 75% to 85% and read 0.691 of peak by bytes on a 1080 Ti)."""
+    level = column_or_nan(kernels, "sol_dram_fraction")
+    nsight = (column_or_nan(kernels, "sol_memory_fraction").notna()
+              | column_or_nan(kernels, "sol_sm_fraction").notna()).to_numpy(dtype=bool)
+    return pd.Series(np.where(nsight, level.fillna(from_bytes), from_bytes.fillna(level)), index=kernels.index,
+                     dtype="float64")
+
+
 def row_quantities(analysis: Any, compute: pd.Series, memory: pd.Series) -> pd.DataFrame:
     """Per kernel row: every quantity a rule or a message reads (NaN where its counters are absent)."""
     kernels = analysis.kernels
@@ -102,8 +115,7 @@ def row_quantities(analysis: Any, compute: pd.Series, memory: pd.Series) -> pd.D
     duration = analysis.measured_ns.where(analysis.measured_ns > 0)
     dram = column_or_nan(kernels, "dram_bytes")
     dram = dram.fillna(column_or_nan(kernels, "dram_read_bytes") + column_or_nan(kernels, "dram_write_bytes"))
-    dram_fraction = column_or_nan(kernels, "sol_dram_fraction").fillna(
-        dram / (duration * 1e-9) / bandwidth)
+    dram_fraction = _dram_fraction(kernels, dram / (duration * 1e-9) / bandwidth)
     # 32-byte sectors on every architecture (nvprof's gld_transactions are 16-byte pieces on
     # Maxwell/Pascal and 128-byte lines on Kepler: counters.global_sectors converts them)
     ld_sectors, st_sectors, _ = global_sectors(kernels, analysis.gpu)
