@@ -57,6 +57,10 @@ CASES: dict[str, tuple[str, bytes | None, tuple[str, ...]]] = {
     "zip": ("results.zip", b"PK\x03\x04" + b"\x00" * 60, ("archive", "unpack")),
     "json": ("out.json", b'{"kernels": []}', ("JSON", "ncu --csv")),
     "prose": ("notes.txt", b"These are my profiling notes.\nNo table here.\n", ("no CSV table found", "ncu --csv")),
+    # a profiler table with a column cut away (edited in a spreadsheet): which column, and what to pass instead
+    "ncu details without units": ("details.csv", b'"ID","Kernel Name","Metric Name","Metric Value"\n'
+                                                 b'"0","k","dram__bytes.sum","1024"\n',
+                                  ("no 'Metric Unit' column", "ncu --csv", "--page raw")),
     # UTF-16 with a BOM is read now (issue 18, PowerShell redirects): tests/test_importers_input.py
 }
 

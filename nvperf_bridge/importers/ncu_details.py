@@ -176,7 +176,9 @@ def _from_coded(path: Path, table: dict[str, coded.Coded], n_rows: int, header_l
     one at a time, and those no longer read are dropped, so its rows are never held twice (memory only)."""
     for needed in ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"):
         if needed not in table:
-            raise InputError(f"the ncu table has no {needed!r} column", path=path, line=header_line + 1)
+            raise InputError(f"the ncu table has no {needed!r} column", path=path, line=header_line + 1,
+                             hint="pass the file `ncu --csv` (details page) wrote, unchanged, or export the raw "
+                                  "page: `ncu -i FILE --csv --page raw --print-units base`")
     first_data_line = header_line + 2
     lines = np.arange(first_data_line, first_data_line + n_rows)
     info = InputFile(path=str(path), format=FORMAT, kernels=0)
