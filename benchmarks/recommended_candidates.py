@@ -24,8 +24,8 @@ Printed per candidate: median APE / within 2x held out (5-fold grouped by applic
 whole corpus) on the five Kepler/Maxwell GPUs of ../shared/realdata/amaris-kepler-maxwell
 (within 2x counts a kernel without a prediction as outside), and the external check: the same whole-corpus
 fit on the GTX 1080 Ti applications of ../shared/realdata/magus that magus-corpus does not hold (parboil
-sgemm, poly gemm, rodinia hotspot, rodinia lud: 6 kernels of 4 applications, the same study's files). The results of the last run are in
-docs/calibration.md ("Candidates screened after model 2.1").
+sgemm, poly gemm, rodinia hotspot, rodinia lud: 6 kernels of 4 applications, the same study's files). The results are in
+docs/calibration.md ("Candidates screened after model 2.1" and the "Screened after ..." sections after it).
 
 ``--nested A,B,...`` scores a choice instead of a form: in each outer fold the candidates are
 cross-validated on the training applications only (inner 5-fold, grouped by application), the
@@ -254,14 +254,55 @@ def fp64_instruction_bound(kernels: pd.DataFrame, gpu: Any) -> pd.Series:
     read as instructions (a DADD or DMUL takes the pipe slot a DFMA takes), NaN where ``inst_fp_64`` is absent."""
     from nvperf_bridge.model import column_or_nan
 
+    return _at_fp64_rate(column_or_nan(kernels, "inst_fp_64"), gpu)
+
+
+def _at_fp64_rate(count: pd.Series, gpu: Any) -> pd.Series:
+    """``count`` thread instructions at the profile's FP64 results per clock per SM on every SM, ns (NaN without the rate)."""
     units = float(gpu.raw.get("fp64_units_per_sm") or 0.0)
-    count = column_or_nan(kernels, "inst_fp_64")
     return count / (gpu.sm_count * units * gpu.sm_clock_hz) * 1e9 if units else count * np.nan
 
 
-def _fp64_by_instructions(terms: pd.DataFrame, values: dict[str, float]) -> pd.DataFrame:
+def _fp64_bound_from(column: str) -> Callable[[pd.DataFrame, dict[str, float]], pd.DataFrame]:
+    """A transform: the FP64 bound read from ``column`` of the term table where it has a value."""
+    def transform(terms: pd.DataFrame, values: dict[str, float]) -> pd.DataFrame:
+        terms = terms.copy()
+        terms["fp64"] = terms[column].where(terms[column].notna(), terms["fp64"])
+        return terms
+    return transform
+
+
+_fp64_by_instructions = _fp64_bound_from("fp64_instruction_bound")
+_fp64_pipe_by_instructions = _fp64_bound_from("fp64_pipe_bound")
+
+
+def fp64_pipe_instruction_bound(kernels: pd.DataFrame, gpu: Any) -> pd.Series:
+    """FP64-pipe thread instructions / (SMs x the profile's FP64 results per clock per SM x clock), ns: the FP64
+    arithmetic instructions (``inst_fp_64``) and, in kernels that execute FP64 arithmetic, the conversions
+    (``inst_bit_convert``), which on compute 5.x and 6.1 run at the FP64 rate too (CUDA C++ Programming Guide,
+    "Arithmetic Instructions": type conversions from and to 64-bit types, 4 results per clock per SM, the same as
+    64-bit floating-point add/multiply/multiply-add there). A float -> double conversion (rodinia backprop's
+    ``w += ETA * delta * ly``, ETA a double) takes the pipe slot of a DFMA; in a kernel without FP64 arithmetic the
+    conversions are taken as 32-bit ones and not charged here. NaN where ``inst_fp_64`` is absent."""
+    from nvperf_bridge.model import column_or_nan
+
+    fp64 = column_or_nan(kernels, "inst_fp_64")
+    conversions = _column(kernels, "inst_bit_convert").where(fp64.fillna(0.0) > 0, 0.0)
+    return _at_fp64_rate(fp64 + conversions, gpu)
+
+
+def busiest_sm_share(kernels: pd.DataFrame, gpu: Any) -> pd.Series:
+    """ceil(grid / SMs) / (grid / SMs): how much more work than the average SM the busiest SM gets when the grid's
+    blocks (equal work each) are spread over the SMs; 28 for a one-block grid on 28 SMs, about 1 for large grids."""
+    grid = _column(kernels, "grid_blocks").clip(lower=1.0)
+    return np.ceil(grid / gpu.sm_count) / (grid / gpu.sm_count)
+
+
+def _per_sm_bounds_on_busiest_sm(terms: pd.DataFrame, values: dict[str, float]) -> pd.DataFrame:
+    """The per-SM throughput bounds (issue, shared memory, FP64 pipe) on the busiest SM instead of the average one."""
     terms = terms.copy()
-    terms["fp64"] = terms["fp64_instruction_bound"].where(terms["fp64_instruction_bound"].notna(), terms["fp64"])
+    for name in ("issue", "shared", "fp64"):
+        terms[name] = terms[name] * terms["busiest_sm_share"]
     return terms
 
 
@@ -376,6 +417,20 @@ CANDIDATES = [
     Candidate("fp64chain", "FP64 instructions at their pipe interval in the dependent chain (32 threads / FP64 results "
               "per clock per scheduler: 32 cycles on compute 6.1)", transform=_fp64_in_chain,
               columns={"fp64_instructions": fp64_warp_instructions, "fp64_at_interval": fp64_warp_instructions_at_interval}),
+    Candidate("fp64conv", "FP64 pipe bound in instructions: inst_fp_64 and, in kernels with FP64 arithmetic, the type "
+              "conversions (64-bit conversions run at the FP64 rate on compute 5.x/6.1), over the FP64 results per clock",
+              transform=_fp64_pipe_by_instructions, columns={"fp64_pipe_bound": fp64_pipe_instruction_bound}),
+    Candidate("fp64convpeak", "fp64conv with k_fp64 held at 1 (the pipe's peak, not fitted)", held=("k_fp64",),
+              transform=_fp64_pipe_by_instructions, columns={"fp64_pipe_bound": fp64_pipe_instruction_bound}),
+    Candidate("fp64conv+chain", "fp64conv, and FP64 instructions at their pipe interval in the dependent chain (fp64chain)",
+              transform=lambda t, v: _fp64_in_chain(_fp64_pipe_by_instructions(t, v), v),
+              columns={"fp64_pipe_bound": fp64_pipe_instruction_bound, "fp64_instructions": fp64_warp_instructions,
+                       "fp64_at_interval": fp64_warp_instructions_at_interval}),
+    Candidate("busiest", "issue, shared-memory and FP64 bounds on the busiest SM: x ceil(grid / SMs) / (grid / SMs)",
+              transform=_per_sm_bounds_on_busiest_sm, columns={"busiest_sm_share": busiest_sm_share}),
+    Candidate("fp64conv+busiest", "fp64conv, and the per-SM bounds on the busiest SM (busiest)",
+              transform=lambda t, v: _per_sm_bounds_on_busiest_sm(_fp64_pipe_by_instructions(t, v), v),
+              columns={"fp64_pipe_bound": fp64_pipe_instruction_bound, "busiest_sm_share": busiest_sm_share}),
     Candidate("fp64inst", "FP64 bound in instructions (inst_fp_64 over the FP64 results per clock) instead of flops over "
               "the FMA peak", transform=_fp64_by_instructions, columns={"fp64_instruction_bound": fp64_instruction_bound}),
 ]

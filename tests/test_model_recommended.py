@@ -440,3 +440,33 @@ def test_shared_memory_is_never_charged_below_its_peak_when_no_shared_bound_appl
     assert ((within >= 0.5) & (within <= 2.0)).all(), within
     spec = {c.name: c for c in MODEL.constants}
     assert spec["k_shared"].bounds[0] == 1.0 and spec["k_fp64"].bounds[0] == 1.0
+
+
+def test_the_fp64conv_candidate_charges_conversions_only_in_kernels_with_fp64_arithmetic(
+        realdata_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ``fp64conv`` candidate (screened, not shipped: docs/calibration.md) counts the FP64 pipe in
+    instructions: rodinia backprop's adjust_weights executes 7.3 M FP64 instructions and 9.4 M conversions
+    (float -> double, at the FP64 rate on compute 6.1), 95 us on a GTX 1080 Ti's 28 x 4 FP64 results per
+    clock where its flop_dp over the FMA peak says 27 us; layerforward's 30 M conversions come without any
+    FP64 arithmetic, so they are 32-bit ones and not charged."""
+    from nvperf_bridge.discovery import read_inputs
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import importlib
+
+    screening = importlib.import_module("recommended_candidates")
+    corpus = realdata_dir / "magus-corpus"
+    kernels = read_inputs([corpus / "metrics_rodinia_backprop.csv", corpus / "traces_rodinia_backprop.csv"],
+                          jobs=1).kernels
+    gpu = resolve_profile("gtx-1080-ti")
+    bound = screening.fp64_pipe_instruction_bound(kernels, gpu)
+    by_name = dict(zip(kernels["kernel"].astype(str), bound))
+    adjust = kernels[kernels["kernel"].astype(str) == "bpnn_adjust_weights_cuda"].iloc[0]
+    per_ns = gpu.sm_count * float(gpu.raw["fp64_units_per_sm"]) * gpu.sm_clock_hz / 1e9
+    assert adjust["inst_bit_convert"] > adjust["inst_fp_64"] > 0
+    assert by_name["bpnn_adjust_weights_cuda"] == pytest.approx((adjust["inst_fp_64"] + adjust["inst_bit_convert"]) / per_ns)
+    assert 90e3 < by_name["bpnn_adjust_weights_cuda"] < 100e3
+    assert recommended.term_table(kernels, gpu).loc[adjust.name, "fp64"] < 30e3
+    forward = kernels[kernels["kernel"].astype(str) == "bpnn_layerforward_CUDA"].iloc[0]
+    assert forward["inst_bit_convert"] > 1e7 and forward["inst_fp_64"] == 0
+    assert by_name["bpnn_layerforward_CUDA"] == 0.0
