@@ -449,11 +449,11 @@ def test_the_fp64conv_candidate_charges_conversions_only_in_kernels_with_fp64_ar
     (float -> double, at the FP64 rate on compute 6.1), 95 us on a GTX 1080 Ti's 28 x 4 FP64 results per
     clock where its flop_dp over the FMA peak says 27 us; layerforward's 30 M conversions come without any
     FP64 arithmetic, so they are 32-bit ones and not charged."""
+    import importlib
+
     from nvperf_bridge.discovery import read_inputs
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    import importlib
-
     screening = importlib.import_module("recommended_candidates")
     corpus = realdata_dir / "magus-corpus"
     kernels = read_inputs([corpus / "metrics_rodinia_backprop.csv", corpus / "traces_rodinia_backprop.csv"],
