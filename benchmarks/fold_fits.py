@@ -6,6 +6,7 @@ Usage (from the repository root)::
     python benchmarks/fold_fits.py luo-suda --seeds 1,3 --restarts 4
     python benchmarks/fold_fits.py luo-suda --loao              # leave one application out (43 folds)
     python benchmarks/fold_fits.py hong-kim --option case_selection=section-3.2
+    python benchmarks/fold_fits.py luo-suda --only a,d,t_mem --weight-by application
 
 The same fit as ``calibrate`` and ``benchmarks/accuracy.py`` (``calibration.calibrate_model`` with the default
 settings: soft_l1, one random start besides the model's defaults), on ../shared/realdata/magus-corpus. Printed per
@@ -21,6 +22,7 @@ import argparse
 import sys
 import time
 import warnings
+from dataclasses import replace
 
 import numpy as np
 
@@ -32,6 +34,10 @@ def main(argv: list[str] | None = None) -> int:
                         "calibrate's)")
     parser.add_argument("--loao", action="store_true", help="leave one application out instead of 5 folds (seed 0)")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="a model option (repeatable)")
+    parser.add_argument("--only", help="comma-separated constants the fit may move (calibrate's --constant); the others "
+                        "keep the profile's values")
+    parser.add_argument("--weight-by", choices=("kernel", "application"), default=None,
+                        help="what weighs the same in the fit (default: calibrate's, i.e. the model's own choice)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     from nvperf_bridge.calibration import CalibrationSettings, application_groups, calibrate_model, measured_ns
@@ -47,13 +53,18 @@ def main(argv: list[str] | None = None) -> int:
     measured = measured_ns(kernels)
     seeds = [0] if args.loao else [int(seed) for seed in args.seeds.split(",")]
     folds = int(application_groups(kernels).nunique()) if args.loao else 5
+    summary: list[tuple[int, int, float]] = []  # per fold seed: kernels within 2x, kernels, median APE
     for seed in seeds:
         started = time.process_time()
         settings = CalibrationSettings(folds=folds, seed=seed, restarts=args.restarts,
-                                       options={args.model: options} if options else {})
+                                       options={args.model: options} if options else {},
+                                       only={args.model: args.only.split(",")} if args.only else {})
+        if args.weight_by:
+            settings = replace(settings, weight_by=args.weight_by)
         cv = calibrate_model(model, kernels, gpu, settings).cv
         ratio = (cv.predicted / measured).to_numpy()
         inside = int(np.nansum((ratio >= 0.5) & (ratio <= 2.0)))
+        summary.append((inside, len(ratio), float(np.nanmedian(np.abs(ratio - 1.0)))))
         label = f"leave-one-application-out ({cv.folds} folds)" if args.loao else f"fold seed {seed}"
         print(f"{label}: median APE {np.nanmedian(np.abs(ratio - 1.0)):.1%}, within 2x {inside} of {len(ratio)} "
               f"({inside / len(ratio):.1%}); {time.process_time() - started:.0f} CPU s", flush=True)
@@ -63,6 +74,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  fold {i}: " + ", ".join(f"{name} {value:.4g}" for name, value in fit.items()), flush=True)
         if above:
             print(f"  t_l2 > t_mem in {len(above)} of {len(cv.fold_fits)} training folds: {above}", flush=True)
+    if len(summary) > 1:
+        inside = [row[0] for row in summary]
+        total = sum(row[1] for row in summary)
+        print(f"fold seeds {args.seeds}: within 2x {' '.join(map(str, inside))} ({sum(inside)} of {total}, "
+              f"{sum(inside) / total:.1%}; lowest seed {min(row[0] / row[1] for row in summary):.1%}), median APE "
+              f"{' '.join(f'{row[2]:.1%}' for row in summary)} (mean {np.mean([row[2] for row in summary]):.1%})")
     return 0
 
 

@@ -339,12 +339,21 @@ class _Evaluator:
         self.model, self.kernels, self.gpu, self.options = model, kernels, gpu, options
         # Models can take tens of ms per call; the start point and the perturbations recur.
         self._cache: dict[tuple[tuple[str, float], ...], np.ndarray] = {}
+        # A model may offer fit_predictor(kernels, gpu, options): a function of trial constants giving the
+        # same predicted_ns as evaluate (NaN where it gives a reason), with what does not depend on the
+        # constants computed once (speed only; tests/test_calibration.py checks the two agree)
+        make = getattr(model, "fit_predictor", None)
+        self._predictor = make(kernels, gpu, options) if callable(make) else None
 
     def log_predictions(self, values: Mapping[str, float]) -> np.ndarray:
         key = tuple(sorted((name, float(value)) for name, value in values.items()))
         if key not in self._cache:
-            trial = with_constants(self.gpu, self.model.id, values, "calibration trial", "calibrated")
-            predicted = predict_ns(self.model, self.kernels, trial, self.options).to_numpy()
+            if self._predictor is not None:
+                predicted = np.asarray(self._predictor(values), dtype="float64").copy()
+                predicted[~np.isfinite(predicted) | (predicted <= 0)] = np.nan
+            else:
+                trial = with_constants(self.gpu, self.model.id, values, "calibration trial", "calibrated")
+                predicted = predict_ns(self.model, self.kernels, trial, self.options).to_numpy()
             with np.errstate(divide="ignore", invalid="ignore"):
                 self._cache[key] = np.log(predicted)
         return self._cache[key].copy()

@@ -322,90 +322,21 @@ class LuoSudaModel:
 
     def evaluate(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> pd.DataFrame:
         result = empty_result(kernels)
-        k = {name: number_option(options, name, value, self.id)
-             for name, value in constant_values(self, gpu).items()}
-        D_mem = number_option(options, "D_mem", 4.0, self.id, positive=True)
-        mem_per_task = number_option(options, "mem_insts_per_task", 1.0, self.id, positive=True)
-        # one transaction = what a coalesced warp request moves on this GPU (the profile's
-        # coalesced_sectors_per_request: 1 nvprof transaction on compute 1.x, 4 x 32-byte sectors after)
-        profile_c = float(gpu.get("coalesced_sectors_per_request", DEFAULT_COALESCED_SECTORS))
-        sectors_per_transaction = number_option(options, "sectors_per_transaction", profile_c, self.id, positive=True)
-        cpd_min = number_option(options, "cpd_min", 1.0, self.id, positive=True)
-        form = choice_option(options, "mpd_form", MPD_FORMS, self.id)  # per-sm by default (note 6)
-        memory_cost = choice_option(options, "memory_cost", MEMORY_COSTS, self.id)  # per-transaction (note 7)
-        global_memory = choice_option(options, "global_memory", GLOBAL_MEMORY, self.id)
+        inputs = _Inputs(self, kernels, gpu, options)
+        timing = inputs.timing(self.constant_values(gpu, options))
+        cycles = timing["cycles"]
 
-        clock_hz, clock_source = sm_clock(kernels, gpu)
-        geometry = launch_geometry(kernels, gpu)  # computed once per frame, shared by the models
-        warps = geometry.total_warps
-        # Per-warp (= the paper's per-thread) instruction counts.
-        I_total = column_or_nan(kernels, "inst_executed") / warps
-        I_gmem = (column_or_nan(kernels, "inst_global_ld") + column_or_nan(kernels, "inst_global_st")) / warps
-        shared_ld, shared_st = column_or_nan(kernels, "inst_shared_ld"), column_or_nan(kernels, "inst_shared_st")
-        smem_known = shared_ld.notna() | shared_st.notna()
-        # Not collected: shared instructions stay inside I_comp (costed as computation), and the output says so.
-        I_smem = (shared_ld.fillna(0.0) + shared_st.fillna(0.0)) / warps
-        I_smem_source = labels.where(smem_known, "inst_shared_ld + inst_shared_st", SMEM_NOT_COLLECTED)
-        I_comp = np.maximum(I_total - I_gmem - I_smem, 0.0)
-
-        cost_c = I_comp * k["cost_comp"] + I_smem * k["cost_shared"]  # computation cost per warp (Table 1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            requests = column_or_nan(kernels, "inst_global_ld") + column_or_nan(kernels, "inst_global_st")
-            ld_sectors, st_sectors, sectors_source = global_sectors(kernels, gpu)  # 32-byte sectors on every GPU
-            sectors = ld_sectors + st_sectors
-            N_trans = (sectors / requests / sectors_per_transaction).where(requests > 0, 0.0)
-            if global_memory == "levels":
-                # EXTENSION: a transaction costs the latency of the level that served it (memory_levels);
-                # only the DRAM share draws on the device bandwidth of (1)-(2)
-                levels = served_fractions(kernels, sectors)
-                t_mem = served_latency(levels, k["t_mem"], k["t_l2"], k["t_l1"])
-                dram_share = levels["f_dram"]
-            else:
-                t_mem = pd.Series(k["t_mem"], index=kernels.index)
-                dram_share = pd.Series(1.0, index=kernels.index)
-            # the memory cost per warp in the unit of the memory tasks m_i (t_mem per transaction), or as
-            # Section 3.4 prints it: every PTX ld/st at Table 1's t_mem, whatever its transactions
-            cost_m = I_gmem * N_trans * t_mem if memory_cost == "per-transaction" else I_gmem * t_mem
-            P = cost_c / (cost_c + cost_m)  # computation instruction proportion, Section 3.4
-
-        # K identical calculate periods per warp (at least one).
-        K = np.maximum(I_gmem / mem_per_task, 1.0)
-        c_i = cost_c / K
-        m_i = (I_gmem / K) * N_trans * t_mem
-
-        N_act, N_source = geometry.active_warps_per_sm, geometry.active_warps_source
-        N_sm = geometry.active_sms
-        GPU_bwt = gpu.memory_bandwidth_bytes_per_s / clock_hz  # bytes per GPU clock
-        with np.errstate(divide="ignore", invalid="ignore"):
-            Warp_bwt = dram_share * gpu.warp_size * D_mem / (N_trans * t_mem)  # (1) (x the DRAM share: levels)
-        MPD = pd.Series(mpd(N_act, N_sm, Warp_bwt, GPU_bwt, form), index=kernels.index)
-        MPD = MPD.where(N_trans > 0, N_act)  # no global memory traffic: nothing limits concurrency
-        cp = cpd(P, N_act, k["a"], k["b"], k["c"], k["d"], float(gpu.max_warps_per_sm), cpd_min)
-
-        first = period_times(0.0, 0.0, c_i, m_i, N_act, MPD, cp["CPD"], has_prev=False)
-        steady = period_times(c_i, m_i, c_i, m_i, N_act, MPD, cp["CPD"], has_prev=True)
-        T_round = first["T_i"] + (K - 1.0) * steady["T_i"]
-        Rep = geometry.repetitions
-        cycles = Rep * T_round
-
-        # ---- errors ---------------------------------------------------------------
-        error = missing_inputs(kernels, self.requires.required).to_numpy(dtype=object, copy=True)
-        good = without_reason(error)  # kept up to date as reasons are given, first reason wins
-        checks = [
-            (~(I_total > 0), "inst_executed is zero: no instructions to time"),
-            (~(N_act > 0), "no active warps per SM: " + describe_missing(["achieved_occupancy"])
-             + " and the launch shape gives no resource limit"),
-            ((requests > 0) & ~(sectors > 0),
-             "global memory requests with zero transactions (global_ld_sectors + global_st_sectors = 0)"),
-            (~(np.isfinite(cycles) & (cycles > 0)), "Luo-Suda gave no finite positive time for these inputs"),
-        ]
-        for failed, reason in checks:
-            take = good & np.asarray(failed, dtype=bool)
-            error[take] = reason
-            good &= ~take
+        # ---- errors: the reasons that do not depend on the constants, then the time itself ------------
+        error = inputs.error.copy()
+        good = inputs.good.copy()
+        failed = good & ~np.asarray(np.isfinite(cycles) & (cycles > 0), dtype=bool)
+        error[failed] = "Luo-Suda gave no finite positive time for these inputs"
+        good &= ~failed
         error = pd.Series(error, index=kernels.index, dtype="object", copy=False)
 
         # ---- labels -----------------------------------------------------------------
+        K, N_act, MPD = inputs.K, inputs.N_act, timing["MPD"]
+        first, steady = timing["first"], timing["steady"]
         steady_used = K > 1.0
         kind = pd.Series(np.where(steady_used, steady["type"], first["type"]), index=kernels.index)
         T_p = pd.Series(np.where(steady_used, steady["T_p"], first["T_p"]), index=kernels.index)
@@ -421,22 +352,25 @@ class LuoSudaModel:
         result["bottleneck"] = labels.column(labels.where(good, bottleneck, "unknown"), kernels.index, owned=True)
         period_labels = [PERIOD_TYPE_LABELS.get(code, "") for code in range(max(PERIOD_TYPE_LABELS) + 1)]
         result["state"] = labels.column(labels.where(good, labels.take(period_labels, kind), ""), kernels.index, owned=True)
-        ns, cycles_out = with_launch(cycles / clock_hz * 1e9, cycles, k["launch_ns"], clock_hz)  # EXTENSION
-        result["predicted_cycles"] = cycles_out.where(good)
-        result["predicted_ns"] = ns.where(good)
+        result["predicted_cycles"] = timing["cycles_out"].where(good)
+        result["predicted_ns"] = timing["ns"].where(good)
         result["error"] = error
 
+        cp = timing["cp"]
         details = {
-            "N_act": N_act, "N_act_source": N_source, "N_sm": N_sm, "N_trans": N_trans, "D_mem": D_mem,
-            "Warp_bwt": Warp_bwt, "GPU_bwt": GPU_bwt, "MPD": MPD, "P": P,
-            "CPD1": cp["CPD1"], "CPD2": cp["CPD2"], "CPD": cp["CPD"], "c_i": c_i, "m_i": m_i, "periods": K,
+            "N_act": N_act, "N_act_source": inputs.N_source, "N_sm": inputs.N_sm, "N_trans": inputs.N_trans,
+            "D_mem": inputs.D_mem, "Warp_bwt": timing["Warp_bwt"], "GPU_bwt": inputs.GPU_bwt, "MPD": MPD,
+            "P": timing["P"], "CPD1": cp["CPD1"], "CPD2": cp["CPD2"], "CPD": cp["CPD"], "c_i": timing["c_i"],
+            "m_i": timing["m_i"], "periods": K,
             "T_first": first["T_i"], "T_steady": np.where(steady_used, steady["T_i"], np.nan),
-            "T_p": T_p, "T_c": T_c, "period_type": kind.where(good), "Rep": Rep, "clock_source": clock_source,
-            "I_smem_source": I_smem_source, "sectors_per_transaction": sectors_per_transaction,
-            "sectors_source": sectors_source, "mpd_form": form, "memory_cost": memory_cost,
-            "global_memory": global_memory, "t_mem_served": t_mem, "launch_ns": k["launch_ns"],
+            "T_p": T_p, "T_c": T_c, "period_type": kind.where(good), "Rep": inputs.Rep,
+            "clock_source": inputs.clock_source, "I_smem_source": inputs.I_smem_source,
+            "sectors_per_transaction": inputs.sectors_per_transaction, "sectors_source": inputs.sectors_source,
+            "mpd_form": inputs.form, "memory_cost": inputs.memory_cost, "global_memory": inputs.global_memory,
+            "t_mem_served": timing["t_mem"], "launch_ns": timing["launch_ns"],
         }
-        if global_memory == "levels":
+        if inputs.levels is not None:
+            levels = inputs.levels
             details.update(f_dram=levels["f_dram"], f_l2=levels["f_l2"], f_l1=levels["f_l1"],
                            levels_source=levels["levels_source"])
         for name, values in details.items():
@@ -445,6 +379,127 @@ class LuoSudaModel:
         result["memory_source"] = constant_column("global requests and transactions (L1/L2 hits counted as memory "
                                                   "accesses, as the paper assumes)", kernels.index)
         return result
+
+    def constant_values(self, gpu: GpuProfile, options: Mapping[str, Any],
+                        trial: Mapping[str, float] | None = None) -> dict[str, float]:
+        """The constants evaluate uses: the profile's (or the defaults), ``trial`` values over them, and an
+        option of a constant's name over both."""
+        values = {**constant_values(self, gpu), **dict(trial or {})}
+        return {name: number_option(options, name, value, self.id) for name, value in values.items()}
+
+    def fit_predictor(self, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> Any:
+        """For ``calibrate``: a function of trial constants giving predicted_ns as an array (NaN where
+        ``evaluate`` gives a reason), equal to evaluate's. The inputs that do not depend on the
+        constants (counts per warp, transactions, served levels, launch geometry) are computed once
+        here, not once per trial (speed only)."""
+        inputs = _Inputs(self, kernels, gpu, options)
+
+        def predict(trial: Mapping[str, float]) -> np.ndarray:
+            timing = inputs.timing(self.constant_values(gpu, options, trial))
+            ns = timing["ns"].to_numpy(dtype="float64", copy=True)
+            cycles = np.asarray(timing["cycles"], dtype="float64")
+            ns[~(inputs.good & np.isfinite(cycles) & (cycles > 0))] = np.nan
+            return ns
+
+        return predict
+
+
+class _Inputs:
+    """What Luo-Suda's time is computed from, apart from its constants: options, per-warp counts,
+    transactions, served levels and launch geometry of ``kernels`` on ``gpu``, and the reasons
+    (missing or zero inputs) that no constant can change."""
+
+    def __init__(self, model: LuoSudaModel, kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any]) -> None:
+        model_id = model.id
+        self.D_mem = number_option(options, "D_mem", 4.0, model_id, positive=True)
+        self.mem_per_task = number_option(options, "mem_insts_per_task", 1.0, model_id, positive=True)
+        # one transaction = what a coalesced warp request moves on this GPU (the profile's
+        # coalesced_sectors_per_request: 1 nvprof transaction on compute 1.x, 4 x 32-byte sectors after)
+        profile_c = float(gpu.get("coalesced_sectors_per_request", DEFAULT_COALESCED_SECTORS))
+        self.sectors_per_transaction = number_option(options, "sectors_per_transaction", profile_c, model_id,
+                                                     positive=True)
+        self.cpd_min = number_option(options, "cpd_min", 1.0, model_id, positive=True)
+        self.form = choice_option(options, "mpd_form", MPD_FORMS, model_id)  # per-sm by default (note 6)
+        self.memory_cost = choice_option(options, "memory_cost", MEMORY_COSTS, model_id)  # per-transaction (note 7)
+        self.global_memory = choice_option(options, "global_memory", GLOBAL_MEMORY, model_id)
+
+        self.clock_hz, self.clock_source = sm_clock(kernels, gpu)
+        geometry = launch_geometry(kernels, gpu)  # computed once per frame, shared by the models
+        warps = geometry.total_warps
+        # Per-warp (= the paper's per-thread) instruction counts.
+        I_total = column_or_nan(kernels, "inst_executed") / warps
+        self.I_gmem = (column_or_nan(kernels, "inst_global_ld") + column_or_nan(kernels, "inst_global_st")) / warps
+        shared_ld, shared_st = column_or_nan(kernels, "inst_shared_ld"), column_or_nan(kernels, "inst_shared_st")
+        smem_known = shared_ld.notna() | shared_st.notna()
+        # Not collected: shared instructions stay inside I_comp (costed as computation), and the output says so.
+        self.I_smem = (shared_ld.fillna(0.0) + shared_st.fillna(0.0)) / warps
+        self.I_smem_source = labels.where(smem_known, "inst_shared_ld + inst_shared_st", SMEM_NOT_COLLECTED)
+        self.I_comp = np.maximum(I_total - self.I_gmem - self.I_smem, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            requests = column_or_nan(kernels, "inst_global_ld") + column_or_nan(kernels, "inst_global_st")
+            ld_sectors, st_sectors, self.sectors_source = global_sectors(kernels, gpu)  # 32-byte sectors on every GPU
+            sectors = ld_sectors + st_sectors
+            self.N_trans = (sectors / requests / self.sectors_per_transaction).where(requests > 0, 0.0)
+        # EXTENSION (levels): a transaction costs the latency of the level that served it (memory_levels);
+        # only the DRAM share draws on the device bandwidth of (1)-(2)
+        self.levels = served_fractions(kernels, sectors) if self.global_memory == "levels" else None
+        self.index = kernels.index
+        # K identical calculate periods per warp (at least one).
+        self.K = np.maximum(self.I_gmem / self.mem_per_task, 1.0)
+        self.N_act, self.N_source = geometry.active_warps_per_sm, geometry.active_warps_source
+        self.N_sm = geometry.active_sms
+        self.Rep = geometry.repetitions
+        self.GPU_bwt = gpu.memory_bandwidth_bytes_per_s / self.clock_hz  # bytes per GPU clock
+        self.warp_size = gpu.warp_size
+        self.max_warps_per_sm = float(gpu.max_warps_per_sm)
+
+        error = missing_inputs(kernels, model.requires.required).to_numpy(dtype=object, copy=True)
+        good = without_reason(error)  # kept up to date as reasons are given, first reason wins
+        checks = [
+            (~(I_total > 0), "inst_executed is zero: no instructions to time"),
+            (~(self.N_act > 0), "no active warps per SM: " + describe_missing(["achieved_occupancy"])
+             + " and the launch shape gives no resource limit"),
+            ((requests > 0) & ~(sectors > 0),
+             "global memory requests with zero transactions (global_ld_sectors + global_st_sectors = 0)"),
+        ]
+        for failed, reason in checks:
+            take = good & np.asarray(failed, dtype=bool)
+            error[take] = reason
+            good &= ~take
+        self.error, self.good = error, good
+
+    def timing(self, k: Mapping[str, float]) -> dict[str, Any]:
+        """Eqs. (1)-(13) with the constants ``k``: the kernel's cycles and ns and the terms on the way."""
+        I_gmem, N_trans, K, N_act = self.I_gmem, self.N_trans, self.K, self.N_act
+        cost_c = self.I_comp * k["cost_comp"] + self.I_smem * k["cost_shared"]  # computation cost per warp (Table 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if self.levels is not None:
+                t_mem = served_latency(self.levels, k["t_mem"], k["t_l2"], k["t_l1"])
+                dram_share = self.levels["f_dram"]
+            else:
+                t_mem = pd.Series(k["t_mem"], index=self.index)
+                dram_share = pd.Series(1.0, index=self.index)
+            # the memory cost per warp in the unit of the memory tasks m_i (t_mem per transaction), or as
+            # Section 3.4 prints it: every PTX ld/st at Table 1's t_mem, whatever its transactions
+            cost_m = I_gmem * N_trans * t_mem if self.memory_cost == "per-transaction" else I_gmem * t_mem
+            P = cost_c / (cost_c + cost_m)  # computation instruction proportion, Section 3.4
+
+        c_i = cost_c / K
+        m_i = (I_gmem / K) * N_trans * t_mem
+        with np.errstate(divide="ignore", invalid="ignore"):
+            Warp_bwt = dram_share * self.warp_size * self.D_mem / (N_trans * t_mem)  # (1) (x the DRAM share: levels)
+        MPD = pd.Series(mpd(N_act, self.N_sm, Warp_bwt, self.GPU_bwt, self.form), index=self.index)
+        MPD = MPD.where(N_trans > 0, N_act)  # no global memory traffic: nothing limits concurrency
+        cp = cpd(P, N_act, k["a"], k["b"], k["c"], k["d"], self.max_warps_per_sm, self.cpd_min)
+
+        first = period_times(0.0, 0.0, c_i, m_i, N_act, MPD, cp["CPD"], has_prev=False)
+        steady = period_times(c_i, m_i, c_i, m_i, N_act, MPD, cp["CPD"], has_prev=True)
+        T_round = first["T_i"] + (K - 1.0) * steady["T_i"]
+        cycles = self.Rep * T_round
+        ns, cycles_out = with_launch(cycles / self.clock_hz * 1e9, cycles, k["launch_ns"], self.clock_hz)  # EXTENSION
+        return {"t_mem": t_mem, "P": P, "c_i": c_i, "m_i": m_i, "Warp_bwt": Warp_bwt, "MPD": MPD, "cp": cp,
+                "first": first, "steady": steady, "cycles": cycles, "ns": ns, "cycles_out": cycles_out,
+                "launch_ns": k["launch_ns"]}
 
 
 MODEL = LuoSudaModel()

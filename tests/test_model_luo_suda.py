@@ -322,3 +322,32 @@ def test_a_coalesced_warp_is_one_transaction_on_a_sector_gpu() -> None:
     assert list(result["N_trans"]) == [1.0, 8.0]
     assert list(result["sectors_per_transaction"]) == [4.0, 4.0]
     assert result["predicted_ns"].iloc[1] > result["predicted_ns"].iloc[0]
+
+
+@pytest.mark.parametrize("options", [{}, {"global_memory": "dram", "mpd_form": "printed", "memory_cost": "per-instruction"},
+                                     {"launch_ns": 900.0}])
+def test_the_fit_predictor_gives_evaluates_times(realdata_dir: Path, options: dict) -> None:
+    """calibrate's fast path (fit_predictor: the inputs that do not depend on the constants computed
+    once) gives evaluate's predicted_ns bit for bit, NaN where evaluate gives a reason, at constants
+    anywhere in their bounds, on the GTX 1080 Ti corpus and on rows evaluate refuses."""
+    from nvperf_bridge.builtin_plugins.luo_suda import MODEL
+    from nvperf_bridge.calibration import measured_ns, predict_ns, with_constants
+    from nvperf_bridge.discovery import read_inputs
+    from nvperf_bridge.gpu import resolve_profile
+
+    gpu = resolve_profile("gtx-1080-ti")
+    corpus = read_inputs(sorted((realdata_dir / "magus-corpus").glob("*.csv"))).kernels
+    corpus = corpus[measured_ns(corpus).notna()]
+    refused = pd.DataFrame([kernel("no instructions", 0, 0, 0), kernel("no sectors", 40, 4, 0),
+                            kernel("fine", 40, 4, 4), kernel("missing", 40, 4, 4, inst_global_st=np.nan)])
+    rng = np.random.default_rng(7)
+    for frame in (corpus, refused):
+        predictor = MODEL.fit_predictor(frame, gpu, options)
+        for _ in range(4):
+            trial = {spec.name: float(np.exp(rng.uniform(np.log(max(spec.bounds[0], 1e-2)), np.log(spec.bounds[1]))))
+                     for spec in MODEL.constants}
+            fast = predictor(trial)
+            full = predict_ns(MODEL, frame, with_constants(gpu, MODEL.id, trial, "trial", "calibrated"), options)
+            np.testing.assert_array_equal(fast, full.to_numpy())
+            assert np.isfinite(fast).sum() > 0
+    assert np.isnan(predictor(trial)).tolist() == [True, True, False, True]
