@@ -70,8 +70,10 @@ def main(argv: list[str] | None = None) -> int:
               f"({inside / len(ratio):.1%}); {time.process_time() - started:.0f} CPU s", flush=True)
         above = [i for i, fit in enumerate(cv.fold_fits) if fit.get("t_l2", 0.0) > fit.get("t_mem", np.inf)]
         if not args.loao:
-            for i, fit in enumerate(cv.fold_fits):
-                print(f"  fold {i}: " + ", ".join(f"{name} {value:.4g}" for name, value in fit.items()), flush=True)
+            for i, (fit, chosen) in enumerate(zip(cv.fold_fits, cv.fold_options)):
+                chose = {name: value for name, value in chosen.items() if name not in options}
+                print(f"  fold {i}: " + ", ".join(f"{name} {value:.4g}" for name, value in fit.items())
+                      + (f"; options {chose}" if chose else ""), flush=True)
         if above:
             print(f"  t_l2 > t_mem in {len(above)} of {len(cv.fold_fits)} training folds: {above}", flush=True)
     if len(summary) > 1:

@@ -110,13 +110,24 @@ Deviations from the printed equations (each documented in docs/models/luo-suda.m
   a saturated kernel far below the device bandwidth and makes Fig. 8's linear
   kernel slow down past 4 warps). Default: per-sm; ``mpd_form: printed`` is
   the published form.
+- ``rounding: continuous`` (EXTENSION, not the default): the floors and ceilings of (2), (6)-(13) are
+  left out, so MPD and the waiting rounds of (10) are the averages they stand for over many periods
+  and SMs, and a prediction moves smoothly with the constants. ``calibrate`` tries both forms
+  (``calibration_options``) and keeps the one whose fit reaches the lower training objective: with
+  the printed floors the objective is piecewise constant between kernels and a fit stops wherever
+  its finite differences straddle a step.
+- ``global_memory: levels`` (EXTENSION, the default): an L2-served transaction costs ``t_l2``, an
+  L1-served one ``t_l1``, each at most the cost of the level behind it (t_l1 <= t_l2 <= t_mem: a
+  larger value counts as the cost of the level behind it), so no fit makes a cache hit dearer than the
+  DRAM access it saves.
 
 Options (``options`` mapping; any constant name may also be given to override it)
 -------------------------------------------------------------------------------
 ``D_mem`` (float, 4.0), ``mem_insts_per_task`` (float, 1.0),
 ``sectors_per_transaction`` (float, the profile's ``coalesced_sectors_per_request``),
 ``mpd_form`` ("per-sm" | "printed"), ``memory_cost`` ("per-transaction" |
-"per-instruction"), ``cpd_min`` (float > 0, 1.0). The published form is
+"per-instruction"), ``global_memory`` ("levels" | "dram"), ``rounding`` ("printed" |
+"continuous"), ``cpd_min`` (float > 0, 1.0). The published form is
 ``mpd_form: printed, memory_cost: per-instruction`` (and, on a sector GPU,
 ``sectors_per_transaction: 1``).
 
@@ -127,7 +138,7 @@ period's type), ``error``, and details: ``N_act``, ``N_act_source``, ``N_sm``,
 ``N_trans``, ``D_mem``, ``Warp_bwt``, ``GPU_bwt`` (bytes/cycle), ``MPD``, ``P``,
 ``CPD1``, ``CPD2``, ``CPD``, ``c_i``, ``m_i`` (cycles), ``periods`` (K),
 ``T_first``, ``T_steady``, ``T_p``, ``T_c`` (steady period, cycles),
-``period_type`` (steady), ``Rep``, ``memory_source``.
+``period_type`` (steady), ``Rep``, ``memory_source``, ``rounding``.
 
 Bottleneck: no stall in the steady period (T_p + T_c = 0: computation covers
 memory) -> ``compute``; a stall with MPD < N_act (bandwidth caps concurrent
@@ -193,6 +204,9 @@ INSTRUCTION_CLASSES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 MPD_FORMS = ("per-sm", "printed")  # the first is the default
 MEMORY_COSTS = ("per-transaction", "per-instruction")  # the first is the default
 GLOBAL_MEMORY = ("levels", "dram")  # the first is the default; "dram" is the paper's
+# (ceil, floor) of Eqs. (2), (6)-(13): as printed, or "continuous" (EXTENSION): MPD and the rounds of (10) as the
+# averages they are over many periods and SMs, so that a prediction moves smoothly with the constants
+ROUNDINGS = {"printed": (np.ceil, np.floor), "continuous": (np.asarray, np.asarray)}
 DEFAULT_COALESCED_SECTORS = 4.0  # sector GPUs: a coalesced warp of 4-byte words is 4 x 32-byte sectors
 
 PERIOD_TYPE_LABELS = {
@@ -205,6 +219,7 @@ PERIOD_TYPE_LABELS = {
 
 def period_times(
     c_prev: Any, m_prev: Any, c_i: Any, m_i: Any, N_act: Any, MPD: Any, CPD: Any, has_prev: Any = True,
+    rounding: str = "printed",
 ) -> dict[str, np.ndarray]:
     """Time of one calculate period, Eqs. (6)-(13), vectorised over numpy arrays.
 
@@ -219,9 +234,10 @@ def period_times(
     prev_long = has_prev & (c_prev < m_prev)  # c_{i-1} < m_{i-1}
     cur_long = c_i < m_i  # c_i < m_i
     with np.errstate(divide="ignore", invalid="ignore"):
-        compute = np.ceil(N_act * c_i / CPD)  # (6), first term of (7), (9), (11)
+        ceil, floor = ROUNDINGS[rounding]
+        compute = ceil(N_act * c_i / CPD)  # (6), first term of (7), (9), (11)
         # (10) = (12): the previous period's accesses finish MPD warps at a time
-        T_p = np.where(prev_long, np.maximum(m_prev * np.floor(N_act / MPD - 1.0) - (N_act - 1.0) * c_i, 0.0), 0.0)
+        T_p = np.where(prev_long, np.maximum(m_prev * floor(N_act / MPD - 1.0) - (N_act - 1.0) * c_i, 0.0), 0.0)
     T_c = np.where(
         cur_long,
         np.where(
@@ -248,17 +264,18 @@ def cpd(P: Any, N_act: Any, a: float, b: float, c: float, d: float, m: float, cp
 
 
 def mpd(
-    N_act: Any, N_sm: Any, Warp_bwt: Any, GPU_bwt: float, form: str = "printed",
+    N_act: Any, N_sm: Any, Warp_bwt: Any, GPU_bwt: float, form: str = "printed", rounding: str = "printed",
 ) -> np.ndarray:
     """MPD (2) (or its per-SM reading), floored at 1 warp."""
     N_act = np.asarray(N_act, dtype="float64")
     N_sm = np.asarray(N_sm, dtype="float64")
     Warp_bwt = np.asarray(Warp_bwt, dtype="float64")
+    floor = ROUNDINGS[rounding][1]
     with np.errstate(divide="ignore", invalid="ignore"):
         if form == "printed":
-            share = np.floor(GPU_bwt / (N_act * N_sm * Warp_bwt))  # (2) as printed
+            share = floor(GPU_bwt / (N_act * N_sm * Warp_bwt))  # (2) as printed
         else:
-            share = np.floor(GPU_bwt / (N_sm * Warp_bwt))  # (2) without the N_act factor
+            share = floor(GPU_bwt / (N_sm * Warp_bwt))  # (2) without the N_act factor
     share = np.where(np.isnan(share), np.inf, share)  # Warp_bwt 0 or inf -> no bandwidth limit / handled by caller
     return np.maximum(np.minimum(N_act, share), 1.0)
 
@@ -274,7 +291,10 @@ class LuoSudaModel:
 
     id = "luo-suda"
     # option values beyond the paper (reports and calibrate mark them EXTENSION); see "Options" above
-    extension_options = {"global_memory": ("levels",)}
+    extension_options = {"global_memory": ("levels",), "rounding": ("continuous",)}
+    # forms calibrate tries, keeping the one whose fit reaches the lowest training objective (the printed
+    # floors make the objective piecewise constant between kernels: docs/calibration.md)
+    calibration_options = {"rounding": tuple(ROUNDINGS)}
     version = "1.0.0"
     description = "Luo-Suda: memory/computation parallel degree (MPD, CPD) and four calculate-period types"
     paper = (
@@ -309,12 +329,14 @@ class LuoSudaModel:
         ConstantSpec("cost_shared", 65.0, "cycles", (1.0, 2000.0), "cost of one shared-memory instruction",
                      "no Table 1 entry; assumed equal to the register add of Table 1 (65 GPU clocks); calibrate"),
         ConstantSpec("t_l2", 100.0, "cycles", (1.0, 5000.0),
-                     "cost of one memory transaction served by L2 (global_memory=levels EXTENSION, not in the paper)",
+                     "cost of one memory transaction served by L2 (global_memory=levels EXTENSION, not in the paper; "
+                     "used at most t_mem)",
                      "assumed half of Table 1's t_mem (200): L2 hits answer in about half the DRAM round trip in "
                      "pointer-chasing microbenchmarks (221 vs 460 cycles on a V100, github.com/markdewing/AI_kernels "
                      "latency/README.md); calibrate"),
         ConstantSpec("t_l1", 15.0, "cycles", (1.0, 5000.0),
-                     "cost of one memory transaction served by L1 (global_memory=levels EXTENSION, not in the paper)",
+                     "cost of one memory transaction served by L1 (global_memory=levels EXTENSION, not in the paper; "
+                     "used at most the L2 cost)",
                      "assumed: 200 x 33 / 460 (L1 hits about 33 cycles, github.com/ooreilly/cuda cache/README.md, against "
                      "a DRAM round trip of 460 on a V100); calibrate"),
         LAUNCH_CONSTANT,
@@ -367,6 +389,7 @@ class LuoSudaModel:
             "clock_source": inputs.clock_source, "I_smem_source": inputs.I_smem_source,
             "sectors_per_transaction": inputs.sectors_per_transaction, "sectors_source": inputs.sectors_source,
             "mpd_form": inputs.form, "memory_cost": inputs.memory_cost, "global_memory": inputs.global_memory,
+            "rounding": inputs.rounding,
             "t_mem_served": timing["t_mem"], "launch_ns": timing["launch_ns"],
         }
         if inputs.levels is not None:
@@ -422,6 +445,7 @@ class _Inputs:
         self.form = choice_option(options, "mpd_form", MPD_FORMS, model_id)  # per-sm by default (note 6)
         self.memory_cost = choice_option(options, "memory_cost", MEMORY_COSTS, model_id)  # per-transaction (note 7)
         self.global_memory = choice_option(options, "global_memory", GLOBAL_MEMORY, model_id)
+        self.rounding = choice_option(options, "rounding", tuple(ROUNDINGS), model_id)
 
         self.clock_hz, self.clock_source = sm_clock(kernels, gpu)
         geometry = launch_geometry(kernels, gpu)  # computed once per frame, shared by the models
@@ -474,7 +498,9 @@ class _Inputs:
         cost_c = self.I_comp * k["cost_comp"] + self.I_smem * k["cost_shared"]  # computation cost per warp (Table 1)
         with np.errstate(divide="ignore", invalid="ignore"):
             if self.levels is not None:
-                t_mem = served_latency(self.levels, k["t_mem"], k["t_l2"], k["t_l1"])
+                # a level nearer the SM never costs more than the one behind it: t_l1 <= t_l2 <= t_mem
+                t_l2 = min(k["t_l2"], k["t_mem"])
+                t_mem = served_latency(self.levels, k["t_mem"], t_l2, min(k["t_l1"], t_l2))
                 dram_share = self.levels["f_dram"]
             else:
                 t_mem = pd.Series(k["t_mem"], index=self.index)
@@ -488,12 +514,12 @@ class _Inputs:
         m_i = (I_gmem / K) * N_trans * t_mem
         with np.errstate(divide="ignore", invalid="ignore"):
             Warp_bwt = dram_share * self.warp_size * self.D_mem / (N_trans * t_mem)  # (1) (x the DRAM share: levels)
-        MPD = pd.Series(mpd(N_act, self.N_sm, Warp_bwt, self.GPU_bwt, self.form), index=self.index)
+        MPD = pd.Series(mpd(N_act, self.N_sm, Warp_bwt, self.GPU_bwt, self.form, self.rounding), index=self.index)
         MPD = MPD.where(N_trans > 0, N_act)  # no global memory traffic: nothing limits concurrency
         cp = cpd(P, N_act, k["a"], k["b"], k["c"], k["d"], self.max_warps_per_sm, self.cpd_min)
 
-        first = period_times(0.0, 0.0, c_i, m_i, N_act, MPD, cp["CPD"], has_prev=False)
-        steady = period_times(c_i, m_i, c_i, m_i, N_act, MPD, cp["CPD"], has_prev=True)
+        first = period_times(0.0, 0.0, c_i, m_i, N_act, MPD, cp["CPD"], has_prev=False, rounding=self.rounding)
+        steady = period_times(c_i, m_i, c_i, m_i, N_act, MPD, cp["CPD"], has_prev=True, rounding=self.rounding)
         T_round = first["T_i"] + (K - 1.0) * steady["T_i"]
         cycles = self.Rep * T_round
         ns, cycles_out = with_launch(cycles / self.clock_hz * 1e9, cycles, k["launch_ns"], self.clock_hz)  # EXTENSION

@@ -324,9 +324,7 @@ def test_a_coalesced_warp_is_one_transaction_on_a_sector_gpu() -> None:
     assert result["predicted_ns"].iloc[1] > result["predicted_ns"].iloc[0]
 
 
-@pytest.mark.parametrize("options", [{}, {"global_memory": "dram", "mpd_form": "printed", "memory_cost": "per-instruction"},
-                                     {"launch_ns": 900.0}])
-def test_the_fit_predictor_gives_evaluates_times(realdata_dir: Path, options: dict) -> None:
+def test_the_fit_predictor_gives_evaluates_times(realdata_dir: Path) -> None:
     """calibrate's fast path (fit_predictor: the inputs that do not depend on the constants computed
     once) gives evaluate's predicted_ns bit for bit, NaN where evaluate gives a reason, at constants
     anywhere in their bounds, on the GTX 1080 Ti corpus and on rows evaluate refuses."""
@@ -341,13 +339,52 @@ def test_the_fit_predictor_gives_evaluates_times(realdata_dir: Path, options: di
     refused = pd.DataFrame([kernel("no instructions", 0, 0, 0), kernel("no sectors", 40, 4, 0),
                             kernel("fine", 40, 4, 4), kernel("missing", 40, 4, 4, inst_global_st=np.nan)])
     rng = np.random.default_rng(7)
-    for frame in (corpus, refused):
-        predictor = MODEL.fit_predictor(frame, gpu, options)
-        for _ in range(4):
-            trial = {spec.name: float(np.exp(rng.uniform(np.log(max(spec.bounds[0], 1e-2)), np.log(spec.bounds[1]))))
-                     for spec in MODEL.constants}
-            fast = predictor(trial)
-            full = predict_ns(MODEL, frame, with_constants(gpu, MODEL.id, trial, "trial", "calibrated"), options)
-            np.testing.assert_array_equal(fast, full.to_numpy())
-            assert np.isfinite(fast).sum() > 0
-    assert np.isnan(predictor(trial)).tolist() == [True, True, False, True]
+    option_sets = [{}, {"rounding": "continuous"}, {"launch_ns": 900.0},
+                   {"global_memory": "dram", "mpd_form": "printed", "memory_cost": "per-instruction"}]
+    for options in option_sets:
+        for frame in (corpus, refused):
+            predictor = MODEL.fit_predictor(frame, gpu, options)
+            for _ in range(3):
+                trial = {spec.name: float(np.exp(rng.uniform(np.log(max(spec.bounds[0], 1e-2)), np.log(spec.bounds[1]))))
+                         for spec in MODEL.constants}
+                fast = predictor(trial)
+                full = predict_ns(MODEL, frame, with_constants(gpu, MODEL.id, trial, "trial", "calibrated"), options)
+                np.testing.assert_array_equal(fast, full.to_numpy())
+                assert np.isfinite(fast).sum() > 0
+        assert np.isnan(predictor(trial)).tolist() == [True, True, False, True]
+
+
+def test_continuous_rounding_keeps_the_fractions_of_mpd_and_of_the_waiting_rounds() -> None:
+    """rounding=continuous (EXTENSION): the same numbers as the type 3 fraction case and the per-SM
+    MPD above, without the floors and the ceiling."""
+    # (9) first term: 8 * 100 / 4 = 200; (10): T_p = max(1000 * (8 / 3 - 1) - 7 * 100, 0) = 966.67
+    out = luo_suda.period_times(50, 1000, 100, 100, 8, 3, 4, rounding="continuous")
+    assert float(out["T_p"]) == pytest.approx(1000 * (8 / 3 - 1) - 700)
+    assert float(out["T_i"]) == pytest.approx(200 + 1000 * (8 / 3 - 1) - 700)
+    # per-SM MPD, N_act = 16: 90.097 / (24 * 0.32) = 11.73 warps, not floor(11.73) = 11
+    gpu_bwt, warp_bwt = BANDWIDTH / CLOCK_HZ, 32 * 4 / (2 * T_MEM)
+    assert float(luo_suda.mpd([16], 24, warp_bwt, gpu_bwt, "per-sm", "continuous")[0]) == pytest.approx(
+        gpu_bwt / (24 * warp_bwt))
+    # the default is the printed form, and the output says which was used
+    # and in evaluate: 4 loads of 2 transactions per warp, N_act = 16 on the GTX 260: the same 11 and 11.73 warps
+    row = kernel("memory", 40, 4, 2)
+    printed, continuous = run([row]).iloc[0], run([row], rounding="continuous").iloc[0]
+    assert (printed["rounding"], continuous["rounding"]) == ("printed", "continuous")
+    assert printed["MPD"] == 11.0 and continuous["MPD"] == pytest.approx(gpu_bwt / (24 * warp_bwt))
+
+
+def test_an_l2_hit_never_costs_more_than_the_dram_access_it_saves() -> None:
+    """global_memory=levels: a fitted t_l2 above t_mem (or t_l1 above t_l2) is used as the cost of the
+    level behind it, so a kernel served half by L2 costs no more than if DRAM had served it all."""
+    warps = 240 * 8
+    sectors = 4 * 8 * warps  # 4 loads of 8 sectors per warp
+    row = kernel("half from L2", 40, 4, 8, dram_bytes=32 * sectors / 2, l2_read_bytes=32 * sectors, l2_write_bytes=0.0)
+    capped = run([row], t_mem=200.0, t_l2=500.0).iloc[0]
+    at_dram = run([row], t_mem=200.0, t_l2=200.0).iloc[0]
+    assert (capped["f_dram"], capped["f_l2"]) == (0.5, 0.5)
+    assert capped["t_mem_served"] == at_dram["t_mem_served"] == 200.0
+    assert capped["predicted_ns"] == at_dram["predicted_ns"]
+    below = run([row], t_mem=200.0, t_l2=100.0).iloc[0]
+    assert below["t_mem_served"] == pytest.approx(0.5 * 200 + 0.5 * 100)
+    l1_row = kernel("half from L1", 40, 4, 8, dram_bytes=0.0, l2_read_bytes=32 * sectors / 2, l2_write_bytes=0.0)
+    assert run([l1_row], t_l2=100.0, t_l1=300.0).iloc[0]["t_mem_served"] == pytest.approx(100.0)
