@@ -138,7 +138,8 @@ period's type), ``error``, and details: ``N_act``, ``N_act_source``, ``N_sm``,
 ``N_trans``, ``D_mem``, ``Warp_bwt``, ``GPU_bwt`` (bytes/cycle), ``MPD``, ``P``,
 ``CPD1``, ``CPD2``, ``CPD``, ``c_i``, ``m_i`` (cycles), ``periods`` (K),
 ``T_first``, ``T_steady``, ``T_p``, ``T_c`` (steady period, cycles),
-``period_type`` (steady), ``Rep``, ``memory_source``, ``rounding``.
+``period_type`` (steady), ``Rep``, ``memory_source`` (``rounding`` is in the run's options, which
+reports list with the EXTENSION mark).
 
 Bottleneck: no stall in the steady period (T_p + T_c = 0: computation covers
 memory) -> ``compute``; a stall with MPD < N_act (bandwidth caps concurrent
@@ -389,7 +390,6 @@ class LuoSudaModel:
             "clock_source": inputs.clock_source, "I_smem_source": inputs.I_smem_source,
             "sectors_per_transaction": inputs.sectors_per_transaction, "sectors_source": inputs.sectors_source,
             "mpd_form": inputs.form, "memory_cost": inputs.memory_cost, "global_memory": inputs.global_memory,
-            "rounding": inputs.rounding,
             "t_mem_served": timing["t_mem"], "launch_ns": timing["launch_ns"],
         }
         if inputs.levels is not None:
