@@ -122,7 +122,6 @@ statistical attribution ("time grows with these counters"), not a mechanism.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -134,7 +133,7 @@ from nvperf_bridge.labels import text_codes
 from nvperf_bridge.errors import ModelError
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.hookspecs import hookimpl
-from nvperf_bridge.builtin_plugins import kerr_machines
+from nvperf_bridge.builtin_plugins import kerr_machines, kmeans
 from nvperf_bridge.distinct_rows import Distinct, distinct_rows
 from nvperf_bridge.shipped_model_data import shipped_model_data
 from nvperf_bridge.model import (
@@ -370,19 +369,10 @@ def principal_components(z: np.ndarray, n: int, counts: np.ndarray | None, varia
             "rotation": rotation, "rotated": rotated, "weights": weights}
 
 
-def _distances(points: np.ndarray) -> np.ndarray:
-    """Euclidean distances between every two of ``points`` (n, n)."""
-    from scipy.spatial.distance import cdist
-
-    # cdist sums the squared differences component by component, as the (n, n) accumulation it replaces
-    # did (speed only: the same numbers, without n x n temporaries)
-    return cdist(points, points)
-
-
 def _silhouette(points: np.ndarray, labels: np.ndarray, distances: np.ndarray | None = None) -> float:
-    """Mean silhouette coefficient (Rousseeuw 1987), vectorised. ``distances``: ``_distances(points)``, when
+    """Mean silhouette coefficient (Rousseeuw 1987), vectorised. ``distances``: ``kmeans.distances(points)``, when
     the caller holds them already (the same points scored for every k)."""
-    d = _distances(points) if distances is None else distances
+    d = kmeans.distances(points) if distances is None else distances
     clusters = np.unique(labels)
     if len(clusters) < 2:
         return -1.0
@@ -400,14 +390,11 @@ def _silhouette(points: np.ndarray, labels: np.ndarray, distances: np.ndarray | 
 
 
 def _kmeans(points: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """Best of 5 seeded k-means++ runs: (centers, labels, inertia)."""
-    from scipy.cluster.vq import kmeans2
-
+    """Best of 5 seeded k-means++ runs: (centers, labels, inertia). Each run is scipy's
+    ``kmeans2(points, k, minit="++", seed=np.random.default_rng(seed + start))``, value for value (``kmeans``)."""
     best: tuple[np.ndarray, np.ndarray, float] | None = None
     for start in range(5):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            centers, labels = kmeans2(points, k, minit="++", seed=np.random.default_rng(seed + start))
+        centers, labels = kmeans.kmeans(points, k, np.random.default_rng(seed + start))
         if len(np.unique(labels)) < k:
             continue
         inertia = float(((points - centers[labels]) ** 2).sum())
@@ -445,7 +432,7 @@ def _clusters(scores: np.ndarray, max_clusters: int, seed: int, inverse: np.ndar
         if len(centers) < k:
             continue
         if distances is None:
-            distances = _distances(points[sample])
+            distances = kmeans.distances(points[sample])
         quality = _silhouette(points[sample], labels[sample], distances)
         if best is None or quality > best[0] + 1e-12:
             best = (quality, k, centers)
@@ -1272,9 +1259,9 @@ class KerrModel:
     )
     constants = ()
     fit_options = ("cross_gpu",)  # 'nvperf-bridge fit kerr --cross-gpu'
-    # what evaluate imports (PCA solve, k-means, silhouette distances): run_models loads it ahead, in a
+    # what evaluate imports (the regression's CholeskyQR2, k-means' dgemm): run_models loads it ahead, in a
     # background thread while the models before this one run (analysis._import_ahead; speed only)
-    import_ahead = ("scipy.linalg", "scipy.cluster.vq", "scipy.spatial.distance")
+    import_ahead = ("scipy.linalg",)
     # on large frames run_models evaluates this model in a thread of its own beside the others: its work is
     # numpy, scipy and BLAS that release the interpreter lock, and it reads no other model's result (speed only)
     runs_beside_others = True

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nvperf_bridge.builtin_plugins import kerr
+from nvperf_bridge.builtin_plugins import kerr, kmeans
 from nvperf_bridge.gpu import resolve_profile
 from nvperf_bridge.importers import read_profiles
 
@@ -83,17 +83,15 @@ def test_silhouette_distances_equal_the_componentwise_sum() -> None:
         points = rng.normal(size=(300, m)) * rng.uniform(0.01, 1000.0, m)
         labels = rng.integers(0, 4, len(points))
         d2 = np.zeros((len(points), len(points)))
-        for j in range(m):  # the accumulation cdist replaced
+        for j in range(m):  # the plain (n, n) accumulation
             diff = points[:, None, j] - points[None, :, j]
             d2 += diff * diff
-        from scipy.spatial.distance import cdist
-
-        np.testing.assert_array_equal(cdist(points, points), np.sqrt(d2))
+        np.testing.assert_array_equal(kmeans.distances(points), np.sqrt(d2))  # and cdist's: test_model_kerr_kmeans
         assert -1.0 <= kerr._silhouette(points, labels) <= 1.0
         # the distances computed once for every k give each k's score exactly
         for k in (2, 3, 5):
             some = rng.integers(0, k, len(points))
-            assert kerr._silhouette(points, some, kerr._distances(points)) == kerr._silhouette(points, some)
+            assert kerr._silhouette(points, some, kmeans.distances(points)) == kerr._silhouette(points, some)
 
 
 def _fit_rows_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
