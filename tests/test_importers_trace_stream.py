@@ -36,6 +36,8 @@ def _both(path: Path, monkeypatch: pytest.MonkeyPatch):
         whole = read_parts(path)
     assert len(streamed) == len(whole)
     for a, b in zip(streamed, whole):
+        # what a join reads before the launch ids are made (Parsed.deferred): the frame's columns and rows
+        assert a.columns == list(b.frame.columns) and len(a.lean) == len(b.frame)
         pd.testing.assert_frame_equal(a.frame, b.frame, check_exact=True)
         assert vars(a.info) == vars(b.info)
     return streamed, any(used)

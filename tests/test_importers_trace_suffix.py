@@ -40,8 +40,8 @@ def test_a_long_trace_of_usual_names_with_memcpy_rows() -> None:
     assert list(zip(base.tolist(), digits.tolist())) == [_by_regex(name) for name in names]
 
 
-def _by_arrow(names: list, block: int) -> list:
-    """``_ArrowNames`` fed ``names`` in blocks of ``block`` rows: (base, digits) per row."""
+def _by_arrow(names: list, block: int, keep: list[bool] | None = None) -> list:
+    """``_ArrowNames`` fed ``names`` in blocks of ``block`` rows: (base, digits) per row (per ``keep`` row)."""
     import pyarrow as pa
 
     from nvperf_bridge.importers.nvprof_trace import _ArrowNames
@@ -52,14 +52,22 @@ def _by_arrow(names: list, block: int) -> list:
     if not split.rows:
         return []
     out = split.result()
-    bases = [None if code < 0 else out.distinct[code] for code in out.codes]
-    return list(zip(bases, out.suffix.tolist()))
+    kept = np.ones(len(names), dtype=bool) if keep is None else np.array(keep, dtype=bool)
+    bases = [None if code < 0 else out.distinct[code] for code in out.codes[kept]]
+    return list(zip(bases, out.suffix.kept(kept).tolist()))
 
 
 @given(st.lists(st.sampled_from(NAMES), max_size=40), st.integers(1, 7))
 def test_pyarrows_split_is_the_regexs_row_for_row(names: list, block: int) -> None:
     # the pyarrow reader splits each block of the trace in C and only the unusual names in Python
     assert _by_arrow(names, block) == [_by_regex(name) for name in names]
+
+
+@given(st.lists(st.tuples(st.sampled_from(NAMES), st.booleans()), max_size=40), st.integers(1, 7))
+def test_pyarrows_suffixes_of_the_kept_rows_are_the_regexs(rows: list, block: int) -> None:
+    # the digits stay pyarrow text until the kept rows' launch ids are made (nvprof_trace.LaunchIds)
+    names, keep = [name for name, _ in rows], [kept for _, kept in rows]
+    assert _by_arrow(names, block, keep) == [_by_regex(name) for name, kept in rows if kept]
 
 
 def test_pyarrows_split_numbers_names_by_first_appearance_across_blocks() -> None:
@@ -87,4 +95,5 @@ def test_pyarrows_split_reads_a_slice_of_a_larger_array() -> None:
     split.add(whole.slice(5, len(names)))
     out = split.result()
     bases = [None if code < 0 else out.distinct[code] for code in out.codes]
-    assert list(zip(bases, out.suffix.tolist())) == [_by_regex(name) for name in names]
+    assert list(zip(bases, out.suffix.kept(np.ones(len(names), dtype=bool)).tolist())) == \
+        [_by_regex(name) for name in names]

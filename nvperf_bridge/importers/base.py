@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -29,6 +30,46 @@ class Parsed:
     # each row's kernel_name factorized, (codes, distinct names) as pd.factorize gives them, where the importer
     # knows it (a trace's names): joins group a million launches by code instead of hashing each name again
     names: tuple[np.ndarray, np.ndarray] | None = None
+    # columns the importer has not made yet (a trace's launch ids: a million Python strings that only a report
+    # of its launches reads), added to ``frame`` the first time it is read; ``lean`` is the frame without them
+    deferred: Deferred | None = None
+
+    @property
+    def lean(self) -> pd.DataFrame:
+        """The frame without its ``deferred`` columns (every other column, every row), not making them."""
+        return self._frame
+
+    @property
+    def columns(self) -> list[str]:
+        """The names of ``frame``'s columns, in order, without making the deferred ones."""
+        return list(self._frame.columns) if self.deferred is None else self.deferred.columns(self._frame)
+
+
+class Deferred(Protocol):
+    """Columns of a ``Parsed.frame`` made only when the frame is read (``Parsed.deferred``)."""
+
+    def columns(self, lean: pd.DataFrame) -> list[str]:
+        """The frame's column names, in order, once these columns are added to ``lean``."""
+
+    def added_to(self, lean: pd.DataFrame) -> pd.DataFrame:
+        """``lean`` with these columns, in their places."""
+
+
+def _whole_frame(parsed: Parsed) -> pd.DataFrame:
+    if parsed.deferred is not None:
+        parsed._frame = parsed.deferred.added_to(parsed._frame)
+        parsed.deferred = None
+    return parsed._frame
+
+
+def _new_frame(parsed: Parsed, frame: pd.DataFrame) -> None:
+    parsed._frame = frame
+    parsed.deferred = None  # a frame given whole replaces what was deferred
+
+
+# ``frame`` is a dataclass field (the constructor takes it) read through a property that adds the deferred
+# columns on first read; the dataclass's __init__ assigns it through the setter
+Parsed.frame = property(_whole_frame, _new_frame, doc="One row per launch (per kernel for summaries), every column.")
 
 
 def count_reasons(reasons: pd.Series, lines: pd.Series) -> list[str]:

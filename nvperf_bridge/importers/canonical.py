@@ -20,7 +20,7 @@ import pandas as pd
 
 from nvperf_bridge.columns import CANONICAL_COLUMNS, IDENTITY_COLUMNS
 from nvperf_bridge.importers.aliases import Alias, map_counters, resolve_alias
-from nvperf_bridge.importers.base import Parsed
+from nvperf_bridge.importers.base import Deferred, Parsed
 from nvperf_bridge.importers.derivations import DERIVATIONS, INPUT_SPEC, TIME_MARK
 from nvperf_bridge.kernelframe import InputFile
 from nvperf_bridge.labels import factorize_text
@@ -274,12 +274,7 @@ def finish(frame: pd.DataFrame, storage: np.ndarray | None = None,
             continue
         values = columns[name]
         if col.dtype == "str":
-            present = values.notna()
-            every = bool(present.all())
-            text = values.astype(object) if every else values.astype(object).where(present, None)
-            if not _only_str(text.to_numpy() if every else text.to_numpy()[present.to_numpy()]):
-                text[present] = values[present].astype(str)  # texts are kept as they are
-            columns[name] = text
+            columns[name] = as_text(values)
         elif name == "source_row":
             columns[name] = pd.to_numeric(values, errors="coerce").astype("Int64")
         else:
@@ -294,6 +289,17 @@ def finish(frame: pd.DataFrame, storage: np.ndarray | None = None,
         return _assemble(ordered, frame.index, storage, set(raw)).reset_index(drop=True)
     out = pd.DataFrame(ordered, index=frame.index, copy=False)  # the columns as they are, not copied into blocks
     return out.reset_index(drop=True)
+
+
+def as_text(values: pd.Series) -> pd.Series:
+    """A text column as ``finish`` types it: objects, ``None`` where missing, each present value a ``str``
+    (texts kept as they are, anything else made one)."""
+    present = values.notna()
+    every = bool(present.all())
+    text = values.astype(object) if every else values.astype(object).where(present, None)
+    if not _only_str(text.to_numpy() if every else text.to_numpy()[present.to_numpy()]):
+        text[present] = values[present].astype(str)  # texts are kept as they are
+    return text
 
 
 def _has_value(column: pd.Series) -> bool:
@@ -393,24 +399,27 @@ def check_ranges(kernels: pd.DataFrame, warnings: list[str]) -> pd.DataFrame:
 
 
 def to_parsed(frame: pd.DataFrame, kinds: dict[str, str], info: InputFile, *, per_kernel: bool, join: str,
-              storage: np.ndarray | None = None, names: tuple[np.ndarray, np.ndarray] | None = None) -> Parsed:
+              storage: np.ndarray | None = None, names: tuple[np.ndarray, np.ndarray] | None = None,
+              deferred: Deferred | None = None) -> Parsed:
     """The last step of every CSV importer: canonical columns, final shape, and what the
-    file contributed (kernel rows, device names) recorded in ``info`` (``names``: see ``Parsed.names``)."""
+    file contributed (kernel rows, device names) recorded in ``info`` (``names``: see ``Parsed.names``;
+    ``deferred``: identity columns ``frame`` lacks, made when the frame is read, ``Parsed.deferred``)."""
     record_coverage(frame, kinds, info)
     frame = finish(canonicalize(frame, kinds, info.notes), storage=storage, names=names)
     info.kernels = len(frame)
     # the names present, in order of first appearance (``dropna().unique()``), the rows told apart by object
     devices = factorize_text(frame["device"])[1] if "device" in frame.columns else []
     info.device = ", ".join(map(str, devices)) if len(devices) else None
-    return Parsed(frame=frame, info=info, per_kernel=per_kernel, join=join, kinds=kinds, names=names)
+    return Parsed(frame=frame, info=info, per_kernel=per_kernel, join=join, kinds=kinds, names=names,
+                  deferred=deferred)
 
 
 def kernel_name_codes(parsed: Parsed) -> tuple[np.ndarray, np.ndarray]:
     """``pd.factorize`` of the file's ``kernel_name`` column: the importer's (``Parsed.names``) where it
     kept them, else ``factorize_text``."""
-    if parsed.names is not None and len(parsed.names[0]) == len(parsed.frame):
+    if parsed.names is not None and len(parsed.names[0]) == len(parsed.lean):
         return parsed.names
-    return factorize_text(parsed.frame["kernel_name"])
+    return factorize_text(parsed.lean["kernel_name"])
 
 
 def record_coverage(frame: pd.DataFrame, kinds: dict[str, str], info: InputFile) -> None:

@@ -168,7 +168,7 @@ def _join_metrics_trace(metrics: Parsed, trace: Parsed, warnings: list[str]) -> 
     """
     from nvperf_bridge.names import match_names
 
-    t = trace.frame  # only read: grouped by each row's signature code, never copied
+    t = trace.lean  # only read: grouped by each row's signature code, never copied; no launch ids made
     codes, signatures = _signature_codes(trace)  # numbered by first appearance, as groupby(sort=False) orders
     numeric = [c for c in t.columns if c not in IDENTITY_COLUMNS and pd.api.types.is_numeric_dtype(t[c])]
     agg = t.groupby(np.where(codes >= 0, codes, np.nan), sort=False).agg(  # NaN: no signature, no group
@@ -457,7 +457,8 @@ def drop_overlaps(parsed: list[Parsed], warnings: list[str]) -> list[Parsed]:
     hashes: dict[int, int] = {}
     for p in parsed:
         # only files of the same layout, size and columns are hashed: most runs have none such
-        shape = (p.info.format, p.frame.shape, tuple(c for c in p.frame.columns if c != "source"))
+        columns = p.columns  # a trace's launch ids are not made to be counted
+        shape = (p.info.format, (len(p.lean), len(columns)), tuple(c for c in columns if c != "source"))
         twin = next((q for q in shapes.get(shape, []) if _content_hash(q, hashes) == _content_hash(p, hashes)), None)
         if twin is not None:
             _mark_dropped(p, f"not counted: the same {len(p.frame)} kernel rows as {twin.info.path} "

@@ -64,17 +64,85 @@ _DEVICE_IN_TEXT = re.compile(r'^"([^"]+?) \(\d+\)",', re.M)
 class NameSplit:
     """The Name column split into kernel name and correlation suffix: ``codes`` (-1: no name) into the
     distinct names ``distinct`` (an object array), each row's suffix digits ``suffix`` (an object array,
-    None where there is none) and ``missing`` (rows without a name)."""
+    None where there is none; ``ArrowSuffixes`` where pyarrow read the names) and ``missing`` (rows
+    without a name)."""
 
     codes: np.ndarray
     distinct: np.ndarray
-    suffix: np.ndarray
+    suffix: np.ndarray | ArrowSuffixes
     missing: np.ndarray
 
     def release(self) -> None:
         """Let go of the per-row arrays once the kept rows are taken (a million rows each)."""
         empty = np.empty(0, dtype=object)
         self.codes, self.suffix, self.missing = empty.astype(np.int64), empty, empty.astype(bool)
+
+
+class ArrowSuffixes:
+    """Each row's suffix digits as pyarrow text, a block at a time (null where a row has none), beside the
+    digits of the few rows ``_split_one`` split (``unusual``: row -> digits): no Python string is made for
+    a row until ``kept`` is asked (a million launch ids that a paired trace, averaged per kernel, never reads)."""
+
+    def __init__(self) -> None:
+        self.blocks: list = []
+        self.unusual: dict[int, str] = {}
+
+    def kept(self, keep: np.ndarray) -> np.ndarray:
+        """The ``keep`` rows' digits as an object array (None: no suffix), as ``_split_suffix`` gives them."""
+        import pyarrow as pa
+
+        kept = pa.chunked_array(self.blocks, type=pa.string()).filter(pa.array(keep)).to_numpy(zero_copy_only=False)
+        out = np.asarray(kept, dtype=object)
+        if not out.flags.writeable:
+            out = out.copy()
+        if self.unusual:
+            rows = np.fromiter(self.unusual, dtype=np.int64, count=len(self.unusual))
+            at = np.cumsum(keep)[rows] - 1  # each row's place among the kept rows
+            for row, place, kept_row in zip(rows.tolist(), at.tolist(), keep[rows].tolist()):
+                if kept_row:
+                    out[place] = self.unusual[row]
+        return out
+
+
+@dataclass
+class LaunchIds:
+    """A trace's ``kernel_id`` and ``source`` columns, made when its frame is read (``Parsed.deferred``):
+    a paired trace is averaged per kernel without them. Made as ``_from_table`` makes them for a frame
+    read whole (``launch_ids``, then ``finish``'s text typing)."""
+
+    path: str
+    suffix: ArrowSuffixes
+    keep: np.ndarray  # the kernel rows among the rows read
+    correlation: pd.Series | None  # the kernel rows' Correlation_ID column, where the trace has one
+    lines: np.ndarray  # the kernel rows' line numbers
+
+    NAMES = ("kernel_id", "source")
+
+    def columns(self, lean: pd.DataFrame) -> list[str]:
+        from nvperf_bridge.columns import IDENTITY_COLUMNS
+
+        identity = [c for c in IDENTITY_COLUMNS if c in lean.columns or c in self.NAMES]  # finish's order
+        return identity + [c for c in lean.columns if c not in IDENTITY_COLUMNS]
+
+    def added_to(self, lean: pd.DataFrame) -> pd.DataFrame:
+        from nvperf_bridge.importers.canonical import as_text
+
+        index = lean.index
+        suffix = pd.Series(self.suffix.kept(self.keep), index=index, dtype=object, copy=False)
+        correlation = None if self.correlation is None else self.correlation.set_axis(index)
+        made = {"kernel_id": as_text(launch_ids(suffix, correlation, pd.Series(self.lines, index=index))),
+                "source": as_text(pd.Series(np.full(len(index), self.path, dtype=object), index=index, copy=False))}
+        return pd.DataFrame({c: made[c] if c in made else lean[c] for c in self.columns(lean)}, index=index,
+                            copy=False)
+
+
+def launch_ids(suffix: pd.Series, correlation: pd.Series | None, lines: pd.Series) -> pd.Series:
+    """Each launch's id: its Correlation_ID where the trace has that column, else (or where it is blank) the
+    name's ``[suffix]`` digits, else its line number."""
+    ids = correlation.astype(object).combine_first(suffix) if correlation is not None else suffix
+    if ids.isna().any():  # the line number where a launch has neither (a million line numbers made text otherwise)
+        ids = ids.combine_first(lines.astype(str))
+    return ids
 
 
 def read(path: Path, text: str, found: Sniffed) -> Parsed:
@@ -179,19 +247,18 @@ def _from_table(path: Path, raw: pd.DataFrame, units: list[str] | None, header_l
     frame = pd.DataFrame(index=kernels.index)
     kept_codes = codes[keep]
     # arrays made here are the Series' own: pandas 3 would copy each again
-    suffix = pd.Series(suffix[keep], index=kernels.index, dtype=object, copy=False)
     frame["kernel_name"] = pd.Series(distinct.astype(object)[kept_codes], index=kernels.index, dtype=object,
                                      copy=False)
     del codes
-    split.release()
-    if "Correlation_ID" in kernels.columns:
-        frame["kernel_id"] = kernels["Correlation_ID"].astype(object).combine_first(suffix)
+    correlation = kernels["Correlation_ID"] if "Correlation_ID" in kernels.columns else None
+    deferred = None
+    if isinstance(suffix, ArrowSuffixes):  # the launch ids made when the frame is read (LaunchIds)
+        deferred = LaunchIds(str(path), suffix, keep, correlation, kernels["_line"].to_numpy())
     else:
-        frame["kernel_id"] = suffix
-    no_id = frame["kernel_id"].isna()
-    if no_id.any():  # the line number where a launch has neither (a million line numbers made text otherwise)
-        frame["kernel_id"] = frame["kernel_id"].combine_first(kernels["_line"].astype(str))
-    frame["source"] = str(path)
+        suffix = pd.Series(suffix[keep], index=kernels.index, dtype=object, copy=False)
+        frame["kernel_id"] = launch_ids(suffix, correlation, kernels["_line"])
+        frame["source"] = str(path)
+    split.release()
     frame["source_row"] = kernels["_line"]
     if "Device" in kernels.columns:
         frame["device"] = strip_device_index(kernels["Device"])
@@ -205,7 +272,8 @@ def _from_table(path: Path, raw: pd.DataFrame, units: list[str] | None, header_l
                 frame[column] = kernels[column]
             continue
         numbers = parse_numbers(kernels[column])
-        if unparsed(kernels[column], numbers).any():
+        # a column read as numbers has nothing unparsed (three million-row passes each, to find none)
+        if kernels[column].dtype.kind not in "fiub" and unparsed(kernels[column], numbers).any():
             read = _cells_with_units(kernels[column])
             if read is None:
                 frame[column] = kernels[column]
@@ -248,7 +316,7 @@ def _from_table(path: Path, raw: pd.DataFrame, units: list[str] | None, header_l
             info.notes.append(f"device name {device.group(1)!r} taken from the Unified Memory table after the summary")
     kept_codes, kept = pd.factorize(kept_codes)  # the kept rows' names, numbered as pd.factorize numbers them
     return to_parsed(frame, kinds, info, per_kernel=per_kernel, join="name",
-                     names=(kept_codes, distinct.astype(object)[kept]))
+                     names=(kept_codes, distinct.astype(object)[kept]), deferred=deferred)
 
 
 def _units_from_header(raw: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -581,16 +649,17 @@ def _byte_views(name, first: np.ndarray, length: np.ndarray):
     return pa.Array.from_buffers(pa.string_view(), len(first), [None, pa.py_buffer(views), name.buffers()[2]])
 
 
-def _byte_copies(name, first: np.ndarray, length: np.ndarray):
+def _byte_copies(name, first: np.ndarray, length: np.ndarray, present: np.ndarray):
     """A pyarrow string array of copies of the byte ranges ``first`` .. ``first + length`` of ``name``'s data
-    buffer (short parts of its names: the suffixes' digits)."""
+    buffer (short parts of its names: the suffixes' digits), null where ``present`` is False."""
     import pyarrow as pa
 
     _, data = _name_buffers(name)
     offsets = np.zeros(len(first) + 1, dtype=np.int64)
     np.cumsum(length, out=offsets[1:])
     taken = data[np.repeat(first - offsets[:-1], length) + np.arange(offsets[-1])]
-    return pa.Array.from_buffers(pa.string(), len(first), [None, pa.py_buffer(offsets.astype(np.int32)),
+    valid = pa.py_buffer(np.packbits(present, bitorder="little"))
+    return pa.Array.from_buffers(pa.string(), len(first), [valid, pa.py_buffer(offsets.astype(np.int32)),
                                                            pa.py_buffer(taken)])
 
 
@@ -604,7 +673,7 @@ class _ArrowNames:
     def __init__(self) -> None:
         self.ids: dict[str, int] = {}  # kernel name -> code, in order of first appearance
         self.codes: list[np.ndarray] = []
-        self.suffix: list[np.ndarray] = []
+        self.suffix = ArrowSuffixes()
         self.missing: list[np.ndarray] = []
         self.rows = 0
         self.blocks = 0
@@ -620,14 +689,15 @@ class _ArrowNames:
         usual[rows] = True
         local = np.full(m, -1, dtype=np.int64)  # codes into ``texts``, this block's names
         texts: list[str] = []
-        suffix = np.empty(m, dtype=object)
+        digits_at, digits_count = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)  # each row's suffix
         if len(rows):
             offsets, _ = _name_buffers(name)
             first, end = offsets[rows], offsets[rows + 1]
             encoded = pc.dictionary_encode(_byte_views(name, first, end - first - digits - 3))
             texts = encoded.dictionary.to_pylist()
             local[rows] = encoded.indices.to_numpy()
-            suffix[rows] = _byte_copies(name, end - digits - 1, digits).to_numpy(zero_copy_only=False)
+            digits_at[rows], digits_count[rows] = end - digits - 1, digits
+        self.suffix.blocks.append(_byte_copies(name, digits_at, digits_count, usual))
         other = ~usual & ~missing
         if other.any():
             encoded = pc.dictionary_encode(name.filter(pa.array(other)))
@@ -635,15 +705,14 @@ class _ArrowNames:
             which = encoded.indices.to_numpy()
             local[other] = len(texts) + which
             texts += [base for base, _ in pairs]
-            digits_of = np.empty(len(pairs), dtype=object)
-            digits_of[:] = [d for _, d in pairs]
-            suffix[other] = digits_of[which]
+            has_digits = np.array([d is not None for _, d in pairs], dtype=bool)[which]
+            rows_with = np.flatnonzero(other)[has_digits]  # memcpy rows have none: not visited
+            self.suffix.unusual.update(zip((self.rows + rows_with).tolist(), (pairs[i][1] for i in which[has_digits])))
         # the block's names numbered on in order of first appearance (as pd.factorize numbers them)
         code_of = np.full(len(texts) + 1, -1, dtype=np.int64)  # the last entry: a row without a name
         for label in pd.unique(local[local >= 0]):  # in order of first appearance
             code_of[label] = self.ids.setdefault(texts[label], len(self.ids))
         self.codes.append(code_of[local])
-        self.suffix.append(suffix)
         self.missing.append(missing)
         self.rows += m
         self.blocks += 1
@@ -651,7 +720,7 @@ class _ArrowNames:
     def result(self) -> NameSplit:
         distinct = np.empty(len(self.ids), dtype=object)
         distinct[:] = list(self.ids)
-        return NameSplit(np.concatenate(self.codes), distinct, np.concatenate(self.suffix),
+        return NameSplit(np.concatenate(self.codes), distinct, self.suffix,
                          np.concatenate(self.missing))
 
 
