@@ -441,12 +441,13 @@ def _arrow_table(path: Path, head: Head, start: int, units: list[str] | None
                             frozenset[str], list[str] | None] | None:
     """The trace table read by pyarrow's streaming CSV reader, a block at a time: the columns but Name
     as ``read_streamed_table`` gives them (numbers as float64, ``_TEXT_COLUMNS`` as text), and the Name
-    column already split (``NameSplit``): its million texts are never made Python strings, only each
-    row's suffix digits and the few distinct kernel names are. The number columns are rows of one float64
-    block; the third item selects kept rows by moving them down that block in place (``_kept_rows``). A number
-    column whose unit (``units``: the units row) is not its base unit is converted as it is copied into the
-    block (the same products ``_from_table`` would make, without a million-row array made for each): the
-    fourth item names those columns, the fifth is the units row of the frame's columns (no Name column).
+    column already split (``NameSplit``): its million texts are never made Python strings, only the few
+    distinct kernel names are (each row's suffix digits stay pyarrow text, ``ArrowSuffixes``). The number
+    columns are rows of one float64 block; the third item selects kept rows by moving them down that block
+    in place (``_kept_rows``). A number column whose unit (``units``: the units row) is not its base unit is
+    converted as it is copied into the block (the same products ``_from_table`` would make, without a
+    million-row array made for each): the fourth item names those columns, the fifth is the units row of
+    the frame's columns (no Name column).
 
     None (the caller then takes pandas' path, which gives the same frame or says what is wrong) where
     pyarrow cannot be imported, or the table holds anything pyarrow reads otherwise than pandas' parser
@@ -668,7 +669,8 @@ class _ArrowNames:
     that end in the usual `` [digits]`` (``_usual_suffixes``, from the buffers) are told apart by the text
     before it (pyarrow's hash of views into the block's names, ``_byte_views``: no name is copied or made
     a Python string), and only the rest (memcpy rows, a name without a suffix or another space before
-    ``[``) go through ``_split_one``, once per distinct name."""
+    ``[``) go through ``_split_one``, once per distinct name. The suffix digits are copied out of each
+    block as pyarrow text (``ArrowSuffixes``)."""
 
     def __init__(self) -> None:
         self.ids: dict[str, int] = {}  # kernel name -> code, in order of first appearance
