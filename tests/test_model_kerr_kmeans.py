@@ -121,15 +121,17 @@ def test_kmeans_on_kerr_scores_of_the_magus_corpus(realdata_dir) -> None:
                 _assert_same(scores, k, kerr.DEFAULT_SEED + start)  # the seeds Kerr's _kmeans draws
 
 
-def test_kerr_clusters_without_scipy_cluster_or_spatial() -> None:
+def test_kerr_clusters_without_scipy_cluster_or_spatial(tmp_path) -> None:
     import subprocess
     import sys
 
-    # a fresh process: Kerr's clusters and silhouette on 600 points load neither module
+    # a fresh process: Kerr's clusters and silhouette on 600 points load neither module (run outside the
+    # checkout, whose nvperf_bridge/ would shadow the installed package and its builtin_plugins)
     code = ("import sys, numpy as np; from nvperf_bridge.builtin_plugins import kerr; "
             "points = np.random.default_rng(0).normal(size=(600, 5)); "
             "found = kerr._clusters(points, 6, kerr.DEFAULT_SEED); "
             "print(kerr.KerrModel.import_ahead, found['k'] >= 2, "
             "sorted({m.split('.')[1] for m in sys.modules if m.startswith(('scipy.cluster', 'scipy.spatial'))}))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=tmp_path).stdout.strip()
     assert out == "('scipy.linalg',) True []"
