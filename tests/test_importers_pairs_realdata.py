@@ -33,7 +33,8 @@ def _pairs(realdata: Path) -> list[tuple[Path, Path]]:
 
 
 def _expected(trace: Path) -> pd.DataFrame:
-    """Mean Duration (ns) and launch count per kernel name, read without the importers' name logic."""
+    """Mean, shortest and longest Duration (ns) and launch count per kernel name, read without the importers'
+    name logic."""
     text = read_text(trace)
     table = table_at(text, sniff_text(text).start)
     raw, units = read_table(text, table, trace, skip_units_row=True)
@@ -41,7 +42,7 @@ def _expected(trace: Path) -> pd.DataFrame:
     names = raw["Name"].astype(str).map(lambda n: re.sub(r" \[\d+\]$", "", n))
     kernels = ~names.str.startswith("[")
     frame = pd.DataFrame({"name": names[kernels], "ns": raw.loc[kernels, "Duration"].astype(float) * factor})
-    return frame.groupby("name")["ns"].agg(["mean", "size"])
+    return frame.groupby("name")["ns"].agg(["mean", "min", "max", "size"])
 
 
 def test_every_metrics_trace_pair_joins_each_kernel_to_its_own_launches(realdata_dir: Path) -> None:
@@ -53,8 +54,10 @@ def test_every_metrics_trace_pair_joins_each_kernel_to_its_own_launches(realdata
         rows = result.kernels[result.kernels["source"] == str(metrics)]
         for _, row in rows.iterrows():
             assert row["kernel_name"] in expected.index, (metrics.name, row["kernel_name"])
-            mean, size = expected.loc[row["kernel_name"]]
+            mean, shortest, longest, size = expected.loc[row["kernel_name"]]
             assert row["duration_ns"] == pytest.approx(mean, rel=1e-9), (metrics.name, row["kernel_name"])
+            # the spread of the launches, for the review's Min / Max per kernel group
+            assert (row["min_duration_ns"], row["max_duration_ns"]) == pytest.approx((shortest, longest), rel=1e-12)
             assert row["invocations"] == size, (metrics.name, row["kernel_name"])
             checked += 1
     assert checked == 122 + 7  # magus-corpus 122 kernels, the five magus pairs 7

@@ -60,8 +60,15 @@ def test_magus_pair_groups_invocations(realdata_dir: Path) -> None:
     assert sorted(table["kernel"]) == ["lud_diagonal", "lud_internal", "lud_perimeter"]
     assert int(table["launches"].sum()) == 46
     assert table["share"].sum() == pytest.approx(1.0)
-    # rows averaged over 15-16 launches have no per-launch min or max to show
-    assert table["min_ns"].isna().all() and table["max_ns"].isna().all()
+    # rows averaged over 15-16 launches (of several grid sizes) keep the shortest and longest of their
+    # launches: those of the trace read alone, launch by launch
+    launches = read_profiles([realdata_dir / LUD[1]]).kernels
+    spread = launches.groupby(match_name(launches))["duration_ns"].agg(["min", "max", "size"])
+    paired = table.set_index("kernel")
+    assert (paired["min_ns"] < paired["max_ns"]).all()
+    assert paired["min_ns"].to_dict() == pytest.approx(spread.loc[paired.index, "min"].to_dict())
+    assert paired["max_ns"].to_dict() == pytest.approx(spread.loc[paired.index, "max"].to_dict())
+    assert paired["launches"].to_dict() == spread.loc[paired.index, "size"].to_dict()
 
 
 def test_metrics_without_durations_have_no_share_and_say_so(realdata_dir: Path) -> None:

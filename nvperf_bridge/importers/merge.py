@@ -171,8 +171,12 @@ def _join_metrics_trace(metrics: Parsed, trace: Parsed, warnings: list[str]) -> 
     t = trace.lean  # only read: grouped by each row's signature code, never copied; no launch ids made
     codes, signatures = _signature_codes(trace)  # numbered by first appearance, as groupby(sort=False) orders
     numeric = [c for c in t.columns if c not in IDENTITY_COLUMNS and pd.api.types.is_numeric_dtype(t[c])]
+    # a trace of launches: the spread of each kernel's launch times beside their mean (a GPU summary
+    # brings its own Min and Max per kernel among ``numeric``)
+    spread = {} if trace.per_kernel or "duration_ns" not in numeric else {
+        "min_duration_ns": ("duration_ns", "min"), "max_duration_ns": ("duration_ns", "max")}
     agg = t.groupby(np.where(codes >= 0, codes, np.nan), sort=False).agg(  # NaN: no signature, no group
-        **{c: (c, "mean") for c in numeric},
+        **{c: (c, "mean") for c in numeric}, **spread,
         # a trace has a row per launch; a GPU summary has a row per kernel with its Calls
         _launches=("invocations", "sum") if trace.per_kernel else ("kernel_name", "size"),
         device=("device", "first") if "device" in t.columns else ("kernel_name", lambda s: None),
@@ -221,7 +225,8 @@ def _join_metrics_trace(metrics: Parsed, trace: Parsed, warnings: list[str]) -> 
         trace.info.notes.append(f"joined to the metrics {metrics.info.path} (its durations, not counted again)")
     else:
         metrics.info.notes.append(f"joined with the trace {trace.info.path} on kernel name ({how or 'no kernel paired'}); "
-                                  f"duration and launch shape are the trace's per-kernel averages")
+                                  f"duration and launch shape are the trace's per-kernel averages (the shortest and "
+                                  "longest launch kept beside them)")
         trace.info.notes.append(f"averaged per kernel to join the metrics {metrics.info.path}")
     if not only_trace.empty:
         names = short_names(only_trace["kernel_name"]).tolist()
