@@ -27,6 +27,7 @@ import pandas as pd
 from nvperf_bridge.counters import global_sectors
 from nvperf_bridge.labels import distinct_objects
 from nvperf_bridge.model import column_or_nan
+from nvperf_bridge.review.verdict import nsight_rows
 
 MAX_ACTIONS = 3
 
@@ -96,8 +97,7 @@ def _dram_fraction(kernels: pd.DataFrame, from_bytes: pd.Series) -> pd.Series:
     which also lands in ``sol_dram_fraction``, is a 0-10 level: it stands in only where the bytes are
     missing (a level of 8 is anything from 75% to 85% and read 0.691 of peak by bytes on a 1080 Ti)."""
     level = column_or_nan(kernels, "sol_dram_fraction")
-    nsight = (column_or_nan(kernels, "sol_memory_fraction").notna()
-              | column_or_nan(kernels, "sol_sm_fraction").notna()).to_numpy(dtype=bool)
+    nsight = nsight_rows(kernels).to_numpy(dtype=bool)
     return pd.Series(np.where(nsight, level.fillna(from_bytes), from_bytes.fillna(level)), index=kernels.index,
                      dtype="float64")
 

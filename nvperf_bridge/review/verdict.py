@@ -208,6 +208,11 @@ NVPROF_COMPUTE_LEVELS = ("single_precision_fu_utilization", "double_precision_fu
                          "cf_fu_utilization")
 
 
+def nsight_rows(kernels: pd.DataFrame) -> pd.Series:
+    """Per row: does it carry Nsight Compute's speed-of-light sections (SM or memory % of peak)?"""
+    return column_or_nan(kernels, "sol_memory_fraction").notna() | column_or_nan(kernels, "sol_sm_fraction").notna()
+
+
 def view_covers_every_unit(analysis: Any) -> pd.Series:
     """Per row: whether both sides of the view read every unit, as Nsight's speed of light does.
 
@@ -216,7 +221,7 @@ def view_covers_every_unit(analysis: Any) -> pd.Series:
     FP64-pipe-bound kernel, so such a latency view neither picks nor overrules a label nor flags one.
     """
     kernels = analysis.kernels
-    nsight = column_or_nan(kernels, "sol_memory_fraction").notna() | column_or_nan(kernels, "sol_sm_fraction").notna()
+    nsight = nsight_rows(kernels)
     return nsight | (_busiest(kernels, NVPROF_MEMORY_LEVELS).notna() & _busiest(kernels, NVPROF_COMPUTE_LEVELS).notna())
 
 
