@@ -19,8 +19,8 @@ assigns every point to the center it had stops the loop. The centers computed fr
 same numbers (and an empty cluster keeps the same previous center), so every later iteration would give these
 labels and centers again. ``tests/test_model_kerr_kmeans.py`` compares both with ``kmeans2`` bit for bit.
 
-Why (issue 17): ``scipy.cluster`` and ``scipy.spatial`` are not imported (scipy.linalg, which Kerr's regression
-needs anyway, is): about 0.13-0.17 CPU s and 8 MiB of peak memory of ``analyze`` on the 10k-launch ncu details
+Why (issue 17): ``scipy.cluster`` and ``scipy.spatial`` are not imported (nor ``scipy.linalg``'s package: the
+dgemm comes from its compiled module alone, ``nvperf_bridge.scipy_lapack``): about 0.13-0.17 CPU s and 8 MiB of peak memory of ``analyze`` on the 10k-launch ncu details
 page, measured on a loaded machine. The arithmetic itself is slower in numpy than in scipy's C loops (Kerr's
 25 k-means runs there: 0.29-0.33 CPU s against 0.15-0.20), and the early stop saves little on real scores (2
 of those 250 iterations), so the gain is the import.
@@ -86,7 +86,7 @@ def nearest(points: np.ndarray, centers: np.ndarray, squares: np.ndarray | None 
     if points.shape[1] < BLAS_FEATURES:
         distance = [squared_distances(points, center) for center in centers]
     else:
-        from scipy.linalg.blas import dgemm
+        from nvperf_bridge.scipy_lapack import dgemm  # scipy.linalg.blas.dgemm
 
         # M = -2 points @ centers.T by the call _vq makes (column-major: centers' rows "T", points' rows "N"),
         # one row per center here (a copy of dgemm's column-major result)
