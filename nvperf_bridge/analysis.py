@@ -510,8 +510,9 @@ def _start_beside(kernels: pd.DataFrame, gpu: GpuProfile, registry: Registry, wa
 
 
 # Below this many kernel rows nothing is imported ahead: the models take a fraction of a second, and
-# kerr's scipy (0.2 CPU s, 26 MB, 182 modules) would be loaded for nothing, kerr reaching for it only
-# on large fits (thin_svd from 4x its columns, clustering); the small-file case paid 0.21 CPU s for it
+# what kerr imports would be loaded for nothing where kerr does not reach for it (thin_svd from 4x its
+# columns, clustering). kerr's scipy.linalg (0.2 CPU s, 26 MB, 182 modules) cost the small-file case 0.21
+# CPU s; kerr now loads scipy's two compiled BLAS/LAPACK modules alone (scipy_lapack, about 0.01 CPU s)
 IMPORT_AHEAD_ROWS = 10_000
 
 

@@ -474,7 +474,7 @@ def thin_svd(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n, p = a.shape
     if n < 4 * p or not np.isfinite(a).all():
         return np.linalg.svd(a, full_matrices=False)
-    from scipy.linalg import LinAlgError  # noqa: F401 - loads scipy's OpenBLAS, which one_thread then sets too
+    from nvperf_bridge import scipy_lapack  # noqa: F401 - loads scipy's OpenBLAS, which one_thread then sets too
 
     with blas_threads.one_thread():
         return _thin_svd_cholesky_qr2(a)
@@ -482,13 +482,13 @@ def thin_svd(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _thin_svd_cholesky_qr2(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``thin_svd``'s CholeskyQR2 path (LAPACK's SVD when ``a`` is ill-conditioned)."""
-    from scipy.linalg import LinAlgError, cholesky, solve_triangular
+    from nvperf_bridge.scipy_lapack import LinAlgError, cholesky, solve_triangular  # scipy's, bit for bit
 
     p = a.shape[1]
     q, r = a, np.eye(p)
     try:
         for _ in range(2):
-            step = cholesky(q.T @ q, lower=False)
+            step = cholesky(q.T @ q)  # upper
             # R's condition bounds a's: beyond 1e6 the second pass no longer restores orthogonality
             diag = np.abs(np.diag(step))
             if not np.isfinite(step).all() or diag.min() <= 1e-6 * diag.max():
@@ -1261,7 +1261,7 @@ class KerrModel:
     fit_options = ("cross_gpu",)  # 'nvperf-bridge fit kerr --cross-gpu'
     # what evaluate imports (the regression's CholeskyQR2, k-means' dgemm): run_models loads it ahead, in a
     # background thread while the models before this one run (analysis._import_ahead; speed only)
-    import_ahead = ("scipy.linalg",)
+    import_ahead = ("nvperf_bridge.scipy_lapack",)
     # on large frames run_models evaluates this model in a thread of its own beside the others: its work is
     # numpy, scipy and BLAS that release the interpreter lock, and it reads no other model's result (speed only)
     runs_beside_others = True

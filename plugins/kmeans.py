@@ -19,8 +19,8 @@ assigns every point to the center it had stops the loop. The centers computed fr
 same numbers (and an empty cluster keeps the same previous center), so every later iteration would give these
 labels and centers again. ``tests/test_model_kerr_kmeans.py`` compares both with ``kmeans2`` bit for bit.
 
-Why (issue 17): ``scipy.cluster`` and ``scipy.spatial`` are not imported (scipy.linalg, which Kerr's regression
-needs anyway, is): about 0.13-0.17 CPU s and 8 MiB of peak memory of ``analyze`` on the 10k-launch ncu details
+Why (issue 17): ``scipy.cluster`` and ``scipy.spatial`` are not imported (nor ``scipy.linalg``'s package: the
+dgemm comes from its compiled module alone, ``nvperf_bridge.scipy_lapack``): about 0.13-0.17 CPU s and 8 MiB of peak memory of ``analyze`` on the 10k-launch ncu details
 page, measured on a loaded machine. The arithmetic itself is slower in numpy than in scipy's C loops (Kerr's
 25 k-means runs there: 0.29-0.33 CPU s against 0.15-0.20), and the early stop saves little on real scores (2
 of those 250 iterations), so the gain is the import.
@@ -43,13 +43,14 @@ def kmeans(points: np.ndarray, k: int, rng: np.random.Generator,
         raise ValueError("array must not contain infs or NaNs")  # as kmeans2's check_finite says it
     centers = kmeans_plusplus(points, k, rng)
     squares = _sum_of_squares(points) if points.shape[1] >= BLAS_FEATURES else None
+    columns = np.ascontiguousarray(points.T)  # each feature's values in a row of their own, for cluster_means
     labels = None
     for _ in range(iterations):
         new_labels = nearest(points, centers, squares)
         if labels is not None and np.array_equal(new_labels, labels):
             break  # the same labels give the same centers: every later iteration repeats this one
         labels = new_labels
-        centers = cluster_means(points, labels, centers)
+        centers = cluster_means(points, labels, centers, columns)
     return centers, labels
 
 
@@ -86,15 +87,17 @@ def nearest(points: np.ndarray, centers: np.ndarray, squares: np.ndarray | None 
     if points.shape[1] < BLAS_FEATURES:
         distance = [squared_distances(points, center) for center in centers]
     else:
-        from scipy.linalg.blas import dgemm
+        from nvperf_bridge.scipy_lapack import dgemm  # scipy.linalg.blas.dgemm
 
         # M = -2 points @ centers.T by the call _vq makes (column-major: centers' rows "T", points' rows "N"),
-        # one row per center here (a copy of dgemm's column-major result)
-        products = np.ascontiguousarray(dgemm(-2.0, np.ascontiguousarray(centers).T, points.T, trans_a=1))
+        # dgemm's column-major (k, n) result read as its transpose: one row per point, no copy
+        products = dgemm(-2.0, np.ascontiguousarray(centers).T, points.T, trans_a=1).T
         squares = _sum_of_squares(points) if squares is None else squares
-        products += squares  # (M + |point|^2) + |center|^2, in _vq's order
-        products += _sum_of_squares(centers)[:, None]
-        distance = products
+        products += squares[:, None]  # (M + |point|^2) + |center|^2, in _vq's order
+        products += _sum_of_squares(centers)[None, :]
+        if not np.isnan(products).any():  # without NaN, argmin's first least is the loop's below (speed only)
+            return products.argmin(axis=1).astype(np.int32)
+        distance = products.T
     labels = np.zeros(len(points), dtype=np.int32)
     least = distance[0].copy()
     for c in range(1, len(centers)):
@@ -104,14 +107,17 @@ def nearest(points: np.ndarray, centers: np.ndarray, squares: np.ndarray | None 
     return labels
 
 
-def cluster_means(points: np.ndarray, labels: np.ndarray, previous: np.ndarray) -> np.ndarray:
+def cluster_means(points: np.ndarray, labels: np.ndarray, previous: np.ndarray,
+                  columns: np.ndarray | None = None) -> np.ndarray:
     """Each cluster's mean (its points summed in row order, then divided by their count); a cluster without
-    points keeps its center from ``previous``."""
+    points keeps its center from ``previous``. ``columns``: ``points.T`` made contiguous, when the caller
+    holds it (the same points for every iteration)."""
     k, m = previous.shape
     counts = np.bincount(labels, minlength=k)
-    # one bin per (cluster, feature): each bin sums its points' values in row order, from 0
-    bins = (labels.astype(np.intp) * m)[:, None] + np.arange(m)
-    sums = np.bincount(bins.ravel(), weights=points.ravel(), minlength=k * m).reshape(k, m)
+    columns = points.T if columns is None else columns
+    sums = np.empty((k, m))
+    for j in range(m):  # each cluster's values of feature j summed in row order, from 0
+        sums[:, j] = np.bincount(labels, weights=columns[j], minlength=k)
     empty = counts == 0
     means = sums / np.where(empty, 1, counts)[:, None]
     means[empty] = previous[empty]

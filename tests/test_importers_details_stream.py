@@ -216,3 +216,26 @@ def test_codes_are_as_narrow_as_their_values_allow(n_distinct: int, dtype: str) 
     code_type = coded.code_type(n_distinct)
     assert str(code_type) == dtype
     assert np.iinfo(code_type).min <= -1 and np.iinfo(code_type).max >= n_distinct
+
+
+def test_a_metrics_unit_kind_is_the_one_most_of_its_values_have_ties_to_the_first_met() -> None:
+    # ncu 2025 prints one metric in Mbyte on one launch and byte on the next (one kind), but a metric whose
+    # rows mix kinds keeps the kind most of its values have (the others become missing, with a note); a tie
+    # goes to the kind met first. _main_kinds counts on codes what DataFrame.value_counts counted on objects.
+    from nvperf_bridge.text_storage import python_text
+
+    rng = np.random.default_rng(0)
+    kinds = np.array(["byte", "second", "count", "?", "percent"], dtype=object)
+    with python_text():
+        for _ in range(200):
+            n_metric = int(rng.integers(1, 6))
+            metric = rng.integers(0, n_metric, int(rng.integers(1, 60)))
+            kind = rng.choice(kinds[:int(rng.integers(1, 6))], len(metric))
+            expected = (pd.DataFrame({"m": metric, "b": kind}).value_counts(sort=True).reset_index()
+                        .drop_duplicates("m").set_index("m")["b"])
+            found = ncu_details._main_kinds(metric, kind, n_metric)
+            assert found.dtype == expected.dtype
+            assert found.sort_index().to_dict() == expected.sort_index().to_dict()
+    tie = ncu_details._main_kinds(np.array([0, 0, 0, 0, 1]), np.array(["second", "byte", "byte", "second", "count"],
+                                                                      dtype=object), 3)
+    assert tie.to_dict() == {0: "second", 1: "count"}  # metric 2 has no value: no kind

@@ -182,3 +182,30 @@ def test_block_limits_match_ncu_raw_on_b200(realdata_dir: Path, name: str) -> No
     np.testing.assert_array_equal(ours.allocated_shared_mem_per_block_bytes,
                                   k["launch__shared_mem_per_block_allocated"])
     np.testing.assert_allclose(ours.theoretical_occupancy, k.theoretical_occupancy, atol=5e-5)
+
+
+def test_review_names_each_groups_limiter_from_one_calculator_call_per_gpu() -> None:
+    # the review's advice asks which resource caps a kernel group's resident blocks; it now asks the calculator
+    # for every group at once (per GPU): the same answer as the calculator asked for one launch at a time
+    from nvperf_bridge.gpu import resolve_profile
+    from nvperf_bridge.occupancy import limits_for_profile, occupancy_arrays
+    from nvperf_bridge.review.advice import calculator_rows, occupancy_limiter
+
+    v100, a100 = resolve_profile("v100-sxm2"), resolve_profile("a100-40gb")
+    launches = [  # (threads, registers, shared bytes): register-bound, shared-bound, refused, registers unrecorded
+        {"block_threads": 256.0, "registers_per_thread": 128.0, "shared_mem_per_block_bytes": 0.0},
+        {"block_threads": 128.0, "registers_per_thread": 32.0, "shared_mem_per_block_bytes": 40_000.0},
+        {"block_threads": 2048.0, "registers_per_thread": 32.0, "shared_mem_per_block_bytes": 0.0},
+        {"block_threads": 96.0, "shared_mem_per_block_bytes": 1024.0},  # 21 blocks of 3 warps: 63 of 64 warps
+    ]
+    gpus = [v100, a100, v100, a100]
+    batched = calculator_rows(launches, gpus)
+    for launch, gpu, found in zip(launches, gpus, batched):
+        one = occupancy_arrays([launch["block_threads"]], [launch.get("registers_per_thread", np.nan)],
+                               [launch["shared_mem_per_block_bytes"]], limits_for_profile(gpu))
+        assert found.keys() == one.keys()
+        for column, values in one.items():
+            assert np.array_equal(np.asarray([found[column]]), values, equal_nan=values.dtype.kind == "f"), column
+    limiters = [occupancy_limiter(launch, gpu, found) for launch, gpu, found in zip(launches, gpus, batched)]
+    assert limiters == ["registers", "shared memory", "none", "block size"]
+    assert limiters == [occupancy_limiter(launch, gpu) for launch, gpu in zip(launches, gpus)]

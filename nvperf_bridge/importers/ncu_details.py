@@ -233,8 +233,7 @@ def _from_coded(path: Path, table: dict[str, coded.Coded], n_rows: int, header_l
     # kind (a duration in bytes, an unknown unit among known ones) cannot be converted, so it is missing
     base_of_row = bases.to_numpy()
     present = values.notna().to_numpy()
-    counted = pd.DataFrame({"m": metric_codes[present], "b": base_of_row[present]}).value_counts(sort=True)
-    main_kind = counted.reset_index().drop_duplicates("m").set_index("m")["b"]
+    main_kind = _main_kinds(metric_codes[present], base_of_row[present], n_metric)
     row_kind = main_kind.reindex(metric_codes).to_numpy()
     other_kind = present & pd.notna(row_kind) & (base_of_row != row_kind)
     if other_kind.any():
@@ -281,6 +280,25 @@ def _from_coded(path: Path, table: dict[str, coded.Coded], n_rows: int, header_l
     parsed = to_parsed(frame, kinds, info, per_kernel=False, join="launch")
     parsed.rules = rules
     return parsed
+
+
+def _main_kinds(metric_codes: np.ndarray, kinds: np.ndarray, n_metric: int) -> pd.Series:
+    """Each metric's kind of unit (base unit text, indexed by metric code; metrics without a value left out):
+    the kind most of its values have, a tie going to the kind met first (what ``DataFrame.value_counts``
+    of the (metric, kind) pairs, sorted stably by count, keeps first). Counted on codes (speed only:
+    value_counts grouped 370,000 object rows on the 10k-launch page)."""
+    kind_codes, kind_names = pd.factorize(kinds, sort=False)
+    pair = metric_codes.astype(np.int64) * max(len(kind_names), 1) + kind_codes
+    shape = (n_metric, max(len(kind_names), 1))
+    counts = np.bincount(pair, minlength=shape[0] * shape[1]).reshape(shape)
+    first = np.full(shape[0] * shape[1], len(pair), dtype=np.int64)
+    np.minimum.at(first, pair, np.arange(len(pair)))  # where each (metric, kind) pair is first met
+    first = first.reshape(shape)
+    most = counts == counts.max(axis=1, keepdims=True)
+    chosen = np.where(most & (counts > 0), first, len(pair) + 1).argmin(axis=1)
+    has_values = np.flatnonzero(counts.sum(axis=1) > 0)
+    return pd.Series(np.asarray(kind_names, dtype=object)[chosen[has_values]], index=pd.Index(has_values, name="m"),
+                     name="b")
 
 
 def _take_rows(table: dict[str, coded.Coded], rows: np.ndarray, columns: Iterable[str]) -> None:

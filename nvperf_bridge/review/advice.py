@@ -174,10 +174,12 @@ CALCULATOR_LIMITS: dict[str, str] = {
 }
 
 
-def occupancy_limiter(values: dict[str, float], gpu: Any) -> str:
+def occupancy_limiter(values: dict[str, float], gpu: Any, calculated: dict[str, Any] | None = None) -> str:
     """Which launch resource caps the resident blocks per SM: Nsight's own block limits when the
     file has them, else the smallest of the occupancy calculator's per-resource block limits
-    (nvperf_bridge.occupancy, the compute capability's allocation rules) for the launch."""
+    (nvperf_bridge.occupancy, the compute capability's allocation rules) for the launch.
+    ``calculated``: the calculator's values for this launch when the caller has them
+    (``calculator_rows``, every group's at once), else they are computed here."""
     nsight = {name: values.get(f"limit:{name}", float("nan")) for name in NSIGHT_BLOCK_LIMITS}
     nsight = {name: v for name, v in nsight.items() if math.isfinite(v) and v > 0}
     grid = values.get("grid_blocks", float("nan"))
@@ -196,12 +198,9 @@ def occupancy_limiter(values: dict[str, float], gpu: Any) -> str:
         return "unrecorded" if math.isfinite(theoretical_given) and theoretical_given < 0.999 else "none"
     # the per-resource block limits of the occupancy calculator (allocation granularity and the
     # compute capability's rules included); a resource the file does not record is left out
-    from nvperf_bridge.occupancy import LIMIT_INVALID, limits_for_profile, occupancy_arrays
+    from nvperf_bridge.occupancy import LIMIT_INVALID
 
-    # the calculator's arrays for this one launch (no frame made per group)
-    occ = {column: values[0] for column, values in occupancy_arrays(
-        [threads], [values.get("registers_per_thread", float("nan"))],
-        [values.get("shared_mem_per_block_bytes", float("nan"))], limits_for_profile(gpu)).items()}
+    occ = calculated if calculated is not None else calculator_rows([values], [gpu])[0]
     if occ["occupancy_limiter"] == LIMIT_INVALID:
         return "none"
     limits = {name: float(occ[column]) for name, column in CALCULATOR_LIMITS.items()
@@ -220,6 +219,26 @@ def occupancy_limiter(values: dict[str, float], gpu: Any) -> str:
         if name in limits and limits[name] == blocks:
             return name
     return "none"
+
+
+def calculator_rows(launches: list[dict[str, float]], gpus: list[Any]) -> list[dict[str, Any]]:
+    """The occupancy calculator's values (``occupancy.occupancy_arrays``' columns) for each launch shape
+    (``block_threads``, ``registers_per_thread``, ``shared_mem_per_block_bytes``; missing ones NaN) on its
+    GPU: one call of the calculator per GPU profile for all of them (its arithmetic is element by element)."""
+    from nvperf_bridge.occupancy import limits_for_profile, occupancy_arrays
+
+    out: list[dict[str, Any]] = [{} for _ in launches]
+    by_gpu: dict[int, list[int]] = {}
+    for position, gpu in enumerate(gpus):
+        by_gpu.setdefault(id(gpu), []).append(position)
+    for positions in by_gpu.values():
+        shapes = {name: np.array([launches[p].get(name, float("nan")) for p in positions], dtype="float64")
+                  for name in ("block_threads", "registers_per_thread", "shared_mem_per_block_bytes")}
+        arrays = occupancy_arrays(shapes["block_threads"], shapes["registers_per_thread"],
+                                  shapes["shared_mem_per_block_bytes"], limits_for_profile(gpus[positions[0]]))
+        for row, position in enumerate(positions):
+            out[position] = {column: values[row] for column, values in arrays.items()}
+    return out
 
 
 def _fill(template: str, values: dict[str, Any]) -> str:
@@ -259,13 +278,19 @@ def group_advice(analysis: Any, groups: Any, verdicts: pd.DataFrame, compute: pd
     row_gpu = analysis.row_gpus().to_numpy(dtype=object) if analysis.kernels.index.is_unique else None
     out: list[list[dict[str, Any]]] = []
     reviewed = groups.table["group"][:len(verdicts)]
-    for position, (group, at) in enumerate(zip(reviewed, groups.positions(reviewed))):
+    group_values: list[dict[str, Any]] = []
+    group_gpus: list[Any] = []
+    for at in groups.positions(reviewed):
         w = weight_all[at]
         block = stacked[:, at]
-        values: dict[str, Any] = {name: _time_weighted(column, present, w)
-                                  for name, column, present in zip(names, block, ~np.isnan(block))}
-        gpu = row_gpu[at[0]] if row_gpu is not None and len(at) else analysis.gpu_of(analysis.kernels.index[at])
-        limiter = occupancy_limiter(values, gpu)
+        group_values.append({name: _time_weighted(column, present, w)
+                             for name, column, present in zip(names, block, ~np.isnan(block))})
+        group_gpus.append(row_gpu[at[0]] if row_gpu is not None and len(at) else
+                          analysis.gpu_of(analysis.kernels.index[at]))
+    # the calculator for every group's launch shape at once (a call per group cost 0.3 ms each)
+    calculated = calculator_rows(group_values, group_gpus)
+    for position, (values, gpu) in enumerate(zip(group_values, group_gpus)):
+        limiter = occupancy_limiter(values, gpu, calculated[position])
         describe, action = limiters.get(limiter, limiters["none"])
         values["max_blocks_per_sm"] = float(gpu.max_blocks_per_sm)
         values["shared_kib"] = values.get("shared_mem_per_block_bytes", float("nan")) / 1024.0
@@ -296,4 +321,5 @@ def group_advice(analysis: Any, groups: Any, verdicts: pd.DataFrame, compute: pd
     return out
 
 
-__all__ = ["MAX_ACTIONS", "REVIEW_COLUMNS", "Rule", "group_advice", "load_rules", "occupancy_limiter", "row_quantities"]
+__all__ = ["MAX_ACTIONS", "REVIEW_COLUMNS", "Rule", "calculator_rows", "group_advice", "load_rules", "occupancy_limiter",
+           "row_quantities"]
