@@ -32,10 +32,15 @@ counts are never inputs)::
   the L2 (k_atomic = cycles per atomic transaction, GPU-wide); nvprof ``atomic_transactions``,
   ncu ``l1tex__t_set_accesses_pipe_lsu_mem_global_op_atom.sum`` + ``..._op_red.sum`` (the
   pair NVIDIA's nvprof-to-ncu metric table gives), 0 when neither was collected;
-- ``T_latency`` = instructions per warp x waves / clock: one warp's dependent
-  instruction stream, once per wave (k_latency = cycles per dependent instruction: the
-  architecture's dependent-issue latency from the GPU profile, 6 cycles on Pascal, not fitted);
-- ``T_memlat``  = global requests per warp x waves / clock x (f_dram + 0.48 f_l2 + 0.072 f_l1):
+- ``T_latency`` = (k_latency x (instructions - shared-memory loads) + k_shared_latency x shared-memory
+  loads) per warp x waves / clock: one warp's dependent instruction stream, once per wave (k_latency =
+  cycles per dependent instruction: the architecture's dependent-issue latency from the GPU profile, 6
+  cycles on Pascal; k_shared_latency = the cycles a warp waits on one of its shared-memory loads, the
+  architecture's shared-memory load latency, 24 cycles on Pascal; neither fitted. Model 2.6: before it,
+  a shared-memory load counted as 6 cycles like an FFMA);
+- ``T_memlat``  = global load requests per warp x waves / clock x (f_dram + 0.48 f_l2 + 0.072 f_l1)
+  (model 2.6: loads only; a warp never waits on its own store, which leaves the SM without a result
+  for a later instruction to wait on; the store's traffic is in the L2 and DRAM terms):
   each request weighted by where its sectors were served (``memory_levels.served_fractions``,
   from the counted DRAM and L2 sectors), an L2 hit answering in 0.48 and an L1 hit in 0.072 of
   the DRAM round trip (``L2_HIT_LATENCY_RATIO``, ``L1_HIT_LATENCY_RATIO``: pointer-chasing
@@ -56,13 +61,14 @@ once on magus-corpus (43 applications on a GTX 1080 Ti, application-grouped
 cross-validation; ``benchmarks/fit_recommended.py``), shipped as their defaults with that
 provenance, and refitted for any GPU with ``nvperf-bridge calibrate --model recommended``
 (also ``--per-kernel``). No constant is tuned to an application: all are shared by every kernel.
-Four of them are not fitted in the shipped estimate (``HELD``): ``k_issue`` and ``k_dram``
+Five of them are not fitted in the shipped estimate (``HELD``): ``k_issue`` and ``k_dram``
 stay 1 (``HELD_AT_PEAK``), so the issue and DRAM bounds are the hardware's own peaks (4
 instructions per SM per cycle, the datasheet bandwidth), ``k_transit`` stays 1, so Transit
-enters the blend as its own prediction, and ``k_latency`` is the architecture's dependent-issue
-latency (``HELD_AT_ARCHITECTURE``: data/architectures.yaml, sourced per architecture from
-microbenchmark papers: Kepler 9, Maxwell and Pascal 6, Volta onwards 4 cycles), which every
-profile inherits; model 2.2 fitted it (6.89 on magus-corpus), and between training folds it
+enters the blend as its own prediction, and ``k_latency`` and ``k_shared_latency`` are the
+architecture's dependent-issue and shared-memory load latencies (``HELD_AT_ARCHITECTURE``:
+data/architectures.yaml, sourced per architecture from microbenchmark papers: Kepler 9, Maxwell and
+Pascal 6, Volta onwards 4 cycles; shared-memory loads Pascal 24 cycles, the others with their status
+there), which every profile inherits; model 2.2 fitted it (6.89 on magus-corpus), and between training folds it
 wandered with whichever latency-bound or ILP-rich applications the fold held (docs/calibration.md,
 model 2.3). Fitting k_issue and k_dram let kernels limited by latency
 pull those bounds above the peak (k_dram 1.23, k_issue 1.22 in model 2.0), and held-out accuracy
@@ -119,7 +125,7 @@ from nvperf_bridge.model import (
 )
 
 MODEL_ID = "recommended"
-MODEL_VERSION = "2.5"
+MODEL_VERSION = "2.6"
 DATA_FILE = "recommended_estimate.json"
 SCHEDULERS_PER_SM = 4  # warp schedulers per SM, cc 3.x (Kepler) to 10.x/12.x: CUDA C++ Programming Guide, "Compute Capabilities"
 SECTOR_BYTES = 32
@@ -150,13 +156,15 @@ ATOMIC_SOURCES: tuple[tuple[str, ...], ...] = (
 HELD_AT_PEAK = ("k_issue", "k_dram")
 # Constants the GPU profile gives per architecture (data/architectures.yaml), held at its value in the fit:
 # the fit's start (``fit_start``) leaves them out so the profile's value stays.
-HELD_AT_ARCHITECTURE = ("k_latency",)
+HELD_AT_ARCHITECTURE = ("k_latency", "k_shared_latency")
 HELD = (*HELD_AT_PEAK, "k_transit", *HELD_AT_ARCHITECTURE)
 HELD_REASON = {"k_issue": "held at 1: the bound is the hardware's peak issue rate, not fitted",
                "k_dram": "held at 1: the bound is the datasheet DRAM bandwidth, not fitted",
                "k_transit": "held at 1: Transit's own prediction enters the blend, not fitted (w_transit sets its share)",
                "k_latency": "held at the GPU architecture's dependent-issue latency (data/architectures.yaml; 6 cycles "
-                            "on Pascal, Jia et al. 2018), not fitted"}
+                            "on Pascal, Jia et al. 2018), not fitted",
+               "k_shared_latency": "held at the GPU architecture's shared-memory load latency (data/architectures.yaml; "
+                                   "24 cycles on Pascal), not fitted"}
 
 # Where the fit starts (and the defaults when the shipped data file is absent): every
 # bound at its hardware peak (k = 1), 6 cycles per dependent instruction (Pascal's dependent-issue
@@ -164,8 +172,8 @@ HELD_REASON = {"k_issue": "held at 1: the bound is the hardware's peak issue rat
 # exposed memory request, 1 cycle per atomic transaction, 3 us of launch overhead, a soft
 # maximum close to the sum, Transit weighted 0.3 at its own scale.
 NEUTRAL: dict[str, float] = {"overhead_ns": 3000.0, "k_issue": 1.0, "k_dram": 1.0, "k_l2": 1.0, "k_shared": 1.0,
-                             "k_fp64": 1.0, "k_atomic": 1.0, "k_latency": 6.0, "k_memlat": 400.0, "p": 2.0,
-                             "w_transit": 0.3, "k_transit": 1.0}
+                             "k_fp64": 1.0, "k_atomic": 1.0, "k_latency": 6.0, "k_shared_latency": 24.0,
+                             "k_memlat": 400.0, "p": 2.0, "w_transit": 0.3, "k_transit": 1.0}
 _SPECS = (
     ("overhead_ns", "ns", (100.0, 1e5), "launch overhead added to every kernel"),
     ("k_issue", "x", (1e-3, 1e3), "factor on the instruction-issue bound"),
@@ -183,7 +191,9 @@ _SPECS = (
     # are; without the floor a training set with no latency-bound kernel but cuBLAS's ILP-rich GEMMs drove it
     # to 0.001 (docs/calibration.md, model 2.2)
     ("k_latency", "cycles", (0.5, 1e3), "cycles per dependent instruction of one warp, per wave (>= 0.5: dual issue)"),
-    ("k_memlat", "cycles", (1e-3, 1e4), "cycles of DRAM latency exposed per global request of one warp, per wave "
+    # held at the architecture's value (model 2.6); a shared-memory load waits at least one dependent-issue latency
+    ("k_shared_latency", "cycles", (1.0, 1e3), "cycles one warp waits on one of its shared-memory loads, per wave"),
+    ("k_memlat", "cycles", (1e-3, 1e4), "cycles of DRAM latency exposed per global load request of one warp, per wave "
                                          "(an L2-served request 0.48 of it, an L1-served one 0.072)"),
     ("p", "exponent", (1.0, 20.0), "soft-maximum exponent (1: terms add, 20: the largest wins)"),
     ("w_transit", "weight", (0.0, 1.0), "weight of Transit in the geometric blend (0: the bound model alone)"),
@@ -283,7 +293,8 @@ def term_table(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any
     l2_bytes = l2_traffic_bytes(kernels, gpu)
     wavefronts = (column_or_nan(kernels, "shared_ld_wavefronts").fillna(0)
                   + column_or_nan(kernels, "shared_st_wavefronts").fillna(0))
-    requests = column_or_nan(kernels, "inst_global_ld").fillna(0) + column_or_nan(kernels, "inst_global_st").fillna(0)
+    # a warp waits on its loads, never on its stores (model 2.6): global load requests only
+    requests = column_or_nan(kernels, "inst_global_ld").fillna(0)
     exposure = memory_latency_exposure(kernels, gpu)
     fp64_peak = gpu.peak_fp64_flop_per_s
     flop_dp = column_or_nan(kernels, "flop_dp").fillna(0)
@@ -299,6 +310,9 @@ def term_table(kernels: pd.DataFrame, gpu: GpuProfile, options: Mapping[str, Any
             "atomic": atomic_transactions(kernels) / clock * 1e9,
             "latency": executed / warps * waves / clock * 1e9,
             "memlat": requests * exposure / warps * waves / clock * 1e9,
+            # not a bound: the shared-memory loads inside "latency" (one cycle each), which combine charges
+            # k_shared_latency instead of k_latency
+            "shared_loads": column_or_nan(kernels, "inst_shared_ld").fillna(0) / warps * waves / clock * 1e9,
         }, index=kernels.index, copy=False)  # new columns: not copied into one block
     from nvperf_bridge.builtin_plugins.transit import MODEL as TRANSIT
 
@@ -386,6 +400,10 @@ def combine(terms: pd.DataFrame, values: Mapping[str, float],
     ``bound_terms`` (each with its factor ``k_<name>`` in ``values``) is the shipped form's by
     default; ``benchmarks/recommended_candidates.py`` passes more to screen candidate terms."""
     columns = {name: values[f"k_{name}"] * terms[name].fillna(0.0) for name in bound_terms}
+    if "latency" in columns and "shared_loads" in terms.columns:
+        # one warp's dependent chain: its shared-memory loads wait the shared-memory latency, the rest k_latency
+        columns["latency"] = columns["latency"] + ((values["k_shared_latency"] - values["k_latency"])
+                                                   * terms["shared_loads"].fillna(0.0))
     p = float(values["p"])
     # term by term on one-dimensional arrays: the row-wise max and sum of a (kernels x terms) frame, in
     # the same order and so with the same bits, without its 2-D copies (speed only)
@@ -419,15 +437,15 @@ class RecommendedModel:
     version = MODEL_VERSION
     description = ("Recommended estimate (beyond the papers): launch overhead + soft maximum of the issue and DRAM "
                    "bounds at the hardware's peaks, a dependent-latency term at the architecture's dependent-issue "
-                   "latency and fitted L2, shared-memory, FP64, atomic and memory-latency bounds (requests weighted "
-                   "by the level that served them), blended geometrically with Transit's prediction; chosen by "
-                   "application-grouped cross-validation on magus-corpus")
+                   "and shared-memory load latencies and fitted L2, shared-memory, FP64, atomic and memory-latency "
+                   "bounds (load requests weighted by the level that served them), blended geometrically with "
+                   "Transit's prediction; chosen by application-grouped cross-validation on magus-corpus")
     paper = ("nvperf-bridge recommended estimate (not a paper's model): fitted on magus-corpus; blends Transit "
              "(Li et al., HPDC'15) with bound and latency terms")
     requires = Requirements(
         required=("grid_blocks", "block_threads", "inst_executed", "dram_bytes"),
         optional=("inst_issued", "l2_read_bytes", "l2_write_bytes", "global_ld_sectors", "global_st_sectors",
-                  "shared_ld_wavefronts", "shared_st_wavefronts", "inst_global_ld", "inst_global_st", "achieved_occupancy",
+                  "shared_ld_wavefronts", "shared_st_wavefronts", "inst_global_ld", "inst_shared_ld", "achieved_occupancy",
                   "registers_per_thread", "shared_mem_per_block_bytes", "dram_read_bytes", "dram_write_bytes",
                   "flop_dp",
                   # read under the profiler's own names (kept raw by analyze because they are listed here):

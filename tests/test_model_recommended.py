@@ -342,9 +342,9 @@ def test_the_shipped_fit_path_passes_the_application_weights(realdata_dir: Path,
 
 def test_a_request_served_by_l2_exposes_less_latency_than_one_served_by_dram() -> None:
     """Model 2.4's memory-latency term weighs each global request by the level that served its sectors
-    (memory_levels, from the counted DRAM and L2 sectors): the same 2.1e5 requests cost the full
-    k_memlat each when DRAM served all their sectors, 221/460 of it when L2 hits did (pointer-chasing
-    latencies on a V100), and a mix in proportion."""
+    (memory_levels, from the counted DRAM and L2 sectors): the same 1.6e5 load requests (model 2.6: the
+    stores expose none) cost the full k_memlat each when DRAM served all their sectors, 221/460 of it when
+    L2 hits did (pointer-chasing latencies on a V100), and a mix in proportion."""
     gpu = resolve_profile("gtx-1080-ti")
     sector_bytes = (6e6 + 2e6) * 32  # the global load + store sectors of _kernel, all reaching L2
     counted = {"l2_read_bytes": 6e6 * 32, "l2_write_bytes": 2e6 * 32}
@@ -353,9 +353,48 @@ def test_a_request_served_by_l2_exposes_less_latency_than_one_served_by_dram() -
     half = MODEL.evaluate(_kernel(dram_bytes=sector_bytes / 2, **counted), gpu, {})["T_memlat_ns"][0]
     k_memlat = recommended.shipped_fit()["constants"]["k_memlat"]
     waves = 10  # 2048 blocks of 8 warps, 8 resident per SM (64 warps, 8 x 8192 registers) on 28 SMs: 9.1 -> 10
-    assert by_dram == pytest.approx(2.1e5 / (2048 * 8) * waves * k_memlat / 1582e6 * 1e9, rel=1e-6)
+    assert by_dram == pytest.approx(1.6e5 / (2048 * 8) * waves * k_memlat / 1582e6 * 1e9, rel=1e-6)
     assert by_l2 == pytest.approx(by_dram * 221 / 460)
     assert half == pytest.approx((by_dram + by_l2) / 2)
+
+
+def test_a_warp_waits_on_its_global_loads_not_on_its_stores() -> None:
+    """Model 2.6's memory-latency term counts a warp's global load requests only: a load's register is what a
+    later instruction waits for, while a store leaves nothing to wait on (its bytes are charged in the L2 and
+    DRAM terms). Five times the store requests leave the term and the estimate as they are; twice the load
+    requests double the term (model 2.5 counted both: the stores moved it)."""
+    gpu = resolve_profile("gtx-1080-ti")
+    base = MODEL.evaluate(_kernel(), gpu, {})
+    more_stores = MODEL.evaluate(_kernel(inst_global_st=2.5e5), gpu, {})
+    more_loads = MODEL.evaluate(_kernel(inst_global_ld=3.2e5), gpu, {})
+    assert base["T_memlat_ns"][0] > 0
+    assert more_stores["T_memlat_ns"][0] == base["T_memlat_ns"][0]
+    assert more_stores["predicted_ns"][0] == base["predicted_ns"][0]
+    assert more_loads["T_memlat_ns"][0] == pytest.approx(2 * base["T_memlat_ns"][0])
+
+
+def test_a_warps_shared_memory_loads_wait_the_architectures_shared_memory_latency() -> None:
+    """Model 2.6: in one warp's dependent chain a shared-memory load waits the architecture's shared-memory load
+    latency (k_shared_latency, data/architectures.yaml: 24 cycles on Pascal, the figure of gpgpu-sim's GTX 1080 Ti
+    configuration; Kepler 26, assumed), every other instruction the dependent-issue latency (6 and 9 cycles). One
+    warp of 1e6 instructions, 2e5 of them shared-memory loads: 0.8e6 x 6 + 0.2e6 x 24 cycles on a GTX 1080 Ti
+    (model 2.5 charged 1e6 x 6); shared-memory stores leave nothing to wait on and cost the plain 6."""
+    from nvperf_bridge.model import resolve_constants
+
+    assert "k_shared_latency" in recommended.HELD_AT_ARCHITECTURE and "k_shared_latency" not in MODEL.fit_start
+    assert "k_shared_latency" not in MODEL.fit_settings["only"][MODEL.id]
+    expected = {"gtx-1080-ti": (24.0, "measured", "gpgpu-sim"), "k20c": (26.0, "assumed", "Jia"),
+                "v100-sxm2": (19.0, "assumed", "Jia")}
+    for name, (value, status, cited) in expected.items():
+        constant = resolve_constants(MODEL, resolve_profile(name))["k_shared_latency"]
+        assert (constant.value, constant.status) == (value, status) and cited in constant.source
+    one_warp = {"grid_blocks": 1.0, "block_threads": 32.0, "inst_executed": 1e6}
+    for name, (alu, shared) in (("gtx-1080-ti", (6.0, 24.0)), ("k20c", (9.0, 26.0))):
+        gpu = resolve_profile(name)
+        loads = MODEL.evaluate(_kernel(**one_warp, inst_shared_ld=2e5), gpu, {})
+        stores = MODEL.evaluate(_kernel(**one_warp, inst_shared_st=2e5), gpu, {})
+        assert loads["T_latency_ns"][0] == pytest.approx((0.8e6 * alu + 0.2e6 * shared) / gpu.sm_clock_hz * 1e9)
+        assert stores["T_latency_ns"][0] == pytest.approx(1e6 * alu / gpu.sm_clock_hz * 1e9)
 
 
 def test_the_latency_constant_is_the_architectures_dependent_issue_latency() -> None:
