@@ -384,7 +384,8 @@ def test_a_warps_shared_memory_loads_wait_the_architectures_shared_memory_latenc
     assert "k_shared_latency" in recommended.HELD_AT_ARCHITECTURE and "k_shared_latency" not in MODEL.fit_start
     assert "k_shared_latency" not in MODEL.fit_settings["only"][MODEL.id]
     expected = {"gtx-1080-ti": (24.0, "measured", "gpgpu-sim"), "k20c": (26.0, "assumed", "Jia"),
-                "v100-sxm2": (19.0, "assumed", "Jia")}
+                "v100-sxm2": (19.0, "assumed", "Jia"), "a100-40gb": (28.0, "assumed", "SM80_A100"),
+                "h100-sxm": (29.0, "assumed", "SM90_H100")}
     for name, (value, status, cited) in expected.items():
         constant = resolve_constants(MODEL, resolve_profile(name))["k_shared_latency"]
         assert (constant.value, constant.status) == (value, status) and cited in constant.source
