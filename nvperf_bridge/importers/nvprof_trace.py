@@ -653,7 +653,7 @@ def _arrow_objects(column) -> np.ndarray:
 
 
 # the most digits a suffix found by ``_usual_suffixes`` may have (a longer one goes through ``_split_one``)
-SUFFIX_DIGITS = 21  # three 8-byte words with the space, "[" and "]"
+SUFFIX_DIGITS = 21
 _DIGIT_0, _DIGIT_9, _SPACE, _OPEN, _CLOSE = b"0"[0], b"9"[0], b" "[0], b"["[0], b"]"[0]
 
 
@@ -668,24 +668,28 @@ def _name_buffers(name) -> tuple[np.ndarray, np.ndarray]:
 def _usual_suffixes(name) -> tuple[np.ndarray, np.ndarray]:
     """The rows of a pyarrow string array that end in the usual `` [digits]`` (what ``_split_one`` splits
     with ``str.rpartition``: a space, ``[``, 1 to ``SUFFIX_DIGITS`` ASCII digits, ``]``), and the number of
-    digits of each. Read from the last ``SUFFIX_DIGITS + 3`` bytes of each row, taken from the array's
-    buffer 8 at a time, without a copy of any name: the four characters are ASCII, so no byte of a
-    multi-byte UTF-8 character is taken for one. A row in the buffer's first bytes is left to the caller."""
+    digits of each. Read from the array's buffer without a copy of any name: the rows that end in ``]``,
+    then their digits byte by byte leftwards, each step looking only at the rows still in their digits
+    (about as many steps as the longest id has digits); the four characters are ASCII, so no byte of a
+    multi-byte UTF-8 character is taken for one."""
     offsets, data = _name_buffers(name)
     first, end = offsets[:-1], offsets[1:]
-    width = SUFFIX_DIGITS + 3
-    rows = np.flatnonzero((end - first >= 4) & (end >= width) & ~name.is_null().to_numpy(zero_copy_only=False))
-    if not len(rows):
-        return rows, np.zeros(0, dtype=np.int64)
-    words = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))  # the 8 bytes from each byte on
-    window = np.stack([words[end[rows] - width + at] for at in range(0, width, 8)], axis=1).view(np.uint8)
-    window[np.arange(width) < (first[rows] - end[rows] + width)[:, None]] = 0  # the bytes before the row's own
-    is_digit = (window[:, :-1] >= _DIGIT_0) & (window[:, :-1] <= _DIGIT_9)
-    digits = np.argmin(is_digit[:, ::-1], axis=1)  # the digits before the last byte, right to left
-    bracket = (width - 2 - digits)[:, None]
-    usual = ((window[:, -1] == _CLOSE) & (digits >= 1) & (bracket[:, 0] >= 1)
-             & (np.take_along_axis(window, bracket, axis=1)[:, 0] == _OPEN)
-             & (np.take_along_axis(window, np.maximum(bracket - 1, 0), axis=1)[:, 0] == _SPACE))
+    rows = np.flatnonzero((end - first >= 4) & ~name.is_null().to_numpy(zero_copy_only=False))
+    rows = rows[data[end[rows] - 1] == _CLOSE]
+    row_first, last = first[rows], end[rows] - 1  # each row's first byte and its "]"
+    digits = np.zeros(len(rows), dtype=np.int64)
+    reading = np.arange(len(rows))  # the rows whose digits may go on leftwards
+    for step in range(1, SUFFIX_DIGITS + 2):  # one step past the most digits: a longer run is no usual suffix
+        at = last[reading] - step
+        inside = at >= row_first[reading]
+        byte = data[np.where(inside, at, 0)]
+        reading = reading[inside & (byte >= _DIGIT_0) & (byte <= _DIGIT_9)]
+        if not len(reading):
+            break
+        digits[reading] += 1
+    bracket = last - digits - 1
+    usual = (digits >= 1) & (digits <= SUFFIX_DIGITS) & (bracket - 1 >= row_first)
+    usual[usual] &= (data[bracket[usual]] == _OPEN) & (data[bracket[usual] - 1] == _SPACE)
     return rows[usual], digits[usual]
 
 
