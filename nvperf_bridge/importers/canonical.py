@@ -293,13 +293,30 @@ def finish(frame: pd.DataFrame, storage: np.ndarray | None = None,
 
 def as_text(values: pd.Series) -> pd.Series:
     """A text column as ``finish`` types it: objects, ``None`` where missing, each present value a ``str``
-    (texts kept as they are, anything else made one)."""
-    present = values.notna()
+    (texts kept as they are, anything else made one). A long object column of a few objects (a trace's
+    kernel names and devices, made from their distinct values) is checked on those objects alone
+    (``labels.distinct_objects``), where ``notna`` and ``infer_dtype`` look at every row's object."""
+    from nvperf_bridge.labels import FACTORIZE_BY_IDENTITY_FROM, distinct_objects, rows_holding
+
+    found = distinct_objects(values.to_numpy()) if values.dtype == object and \
+        len(values) >= FACTORIZE_BY_IDENTITY_FROM else None
+    if found is not None:
+        present = pd.Series(~rows_holding(found, _is_missing), index=values.index)
+        only_str = all(isinstance(item, str) for item in found[2] if not _is_missing(item))
+    else:
+        present = values.notna()
     every = bool(present.all())
     text = values.astype(object) if every else values.astype(object).where(present, None)
-    if not _only_str(text.to_numpy() if every else text.to_numpy()[present.to_numpy()]):
+    if found is None:
+        only_str = _only_str(text.to_numpy() if every else text.to_numpy()[present.to_numpy()])
+    if not only_str:
         text[present] = values[present].astype(str)  # texts are kept as they are
     return text
+
+
+def _is_missing(item: object) -> bool:
+    """What ``Series.notna`` counts as missing, for one object."""
+    return pd.api.types.is_scalar(item) and bool(pd.isna(item))
 
 
 def _has_value(column: pd.Series) -> bool:
