@@ -238,16 +238,20 @@ def _from_table(path: Path, raw: pd.DataFrame, units: list[str] | None, header_l
     distinct_text = pd.Series(distinct, dtype=object)
     for pattern, label in NON_KERNEL:
         why[why.isna() & distinct_text.str.contains(pattern, regex=True)] = label
-    reason = pd.Series(np.append(why.to_numpy(), None)[codes], index=raw.index, dtype=object,  # code -1: no name
-                       copy=False)
-    reason[split.missing] = "row without a name"
+    # each row's reason to skip it, by its name's code (code -1: no name); made text for the skipped rows only
+    skipped = np.append(why.notna().to_numpy(), False)[codes] | split.missing
+    api = None
     if "Type" in raw.columns:
-        api = reason.isna() & raw["Type"].fillna("").astype(str).str.contains("API", regex=False)
-        reason[api] = "API call (host side, not a kernel)"
-    skipped = reason.notna()
-    info.skipped.extend(count_reasons(reason[skipped], raw.loc[skipped, "_line"]))
-    keep = ~skipped.to_numpy()
-    del reason, skipped  # million-row columns not needed below: freed before the frame is made
+        api = ~skipped & raw["Type"].fillna("").astype(str).str.contains("API", regex=False).to_numpy()
+        skipped |= api
+    rows = np.flatnonzero(skipped)
+    reason = np.append(why.to_numpy(), None)[codes[rows]]
+    reason[split.missing[rows]] = "row without a name"
+    if api is not None:
+        reason[api[rows]] = "API call (host side, not a kernel)"
+    info.skipped.extend(count_reasons(pd.Series(reason, dtype=object), pd.Series(raw["_line"].to_numpy()[rows])))
+    keep = ~skipped
+    del reason, skipped, api  # million-row columns not needed below: freed before the frame is made
     if keep.all():
         kernels = raw  # only read below: no copy of its own
     else:
