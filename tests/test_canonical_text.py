@@ -70,3 +70,18 @@ def test_finish_makes_text_of_identity_values_that_are_not_text() -> None:
         out = finish(frame)
     assert out["kernel_id"].tolist() == ["7", "8", None, "9"]
     assert out["kernel"].tolist() == ["k", "k", "j", "j"]
+
+
+@pytest.mark.parametrize("name", [*_columns(), "numbers and text"])
+def test_as_text_is_each_value_made_text_with_none_where_missing(name: str) -> None:
+    # kernel ids and device names as every report reads them: a str per present value, None where missing,
+    # also where a long column's few objects are looked at once instead of row by row
+    from nvperf_bridge.importers.canonical import as_text
+
+    with python_text():
+        values = _columns()[name] if name != "numbers and text" else \
+            pd.Series(np.array([7, "k [3]", None, 2.5, np.nan, pd.NA] * (N // 6 + 1), dtype=object))
+        got = as_text(values)
+    want = [None if pd.api.types.is_scalar(v) and pd.isna(v) else v if isinstance(v, str) else str(v)
+            for v in values.to_numpy(dtype=object)]
+    assert got.dtype == object and got.tolist() == want

@@ -192,3 +192,42 @@ def test_the_file_is_read_no_further_ahead_than_the_batches_taken_allow(tmp_path
         reader.join(10)
         assert not reader.is_alive()
     assert b"".join(got) == (b"abcdefghij" * 3)[2:28]
+
+
+def _blank_cells(text: str, column: str, which) -> str:
+    """The trace ``text`` with ``column`` left empty on the data rows ``which(i, name)`` picks."""
+    import csv
+    import io
+
+    lines = text.splitlines(keepends=True)
+    header = next(i for i, line in enumerate(lines) if line.startswith('"Start"'))
+    names = next(csv.reader([lines[header]]))
+    at, name_at = names.index(column), names.index("Name")
+    out = lines[:header + 2]
+    for i, line in enumerate(lines[header + 2:]):
+        row = next(csv.reader([line]))
+        if len(row) == len(names) and which(i, row[name_at]):
+            row[at] = ""
+        buffer = io.StringIO()
+        csv.writer(buffer, lineterminator="\n").writerow(row)
+        out.append(buffer.getvalue())
+    return "".join(out)
+
+
+@pytest.mark.parametrize("column, which", [
+    ("Context", lambda i, name: i % 2 == 1),  # a gap every other launch: kept, the gaps missing
+    ("Stream", lambda i, name: not name.startswith("[")),  # only the memcpy rows name a stream: left out
+], ids=["context-with-gaps", "stream-only-on-memcpy-rows"])
+def test_context_and_stream_of_the_kept_launches_as_the_whole_text_gives(
+        realdata_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, column: str, which) -> None:
+    # the streamed trace makes these columns only when its launches are read (LaunchIds): which launches
+    # have a stream or context, and whether the column is kept at all, must come out as read whole
+    path = tmp_path / "trace.csv"
+    path.write_text(_blank_cells(_real_trace(realdata_dir), column, which), encoding="utf-8")
+    parts, streamed = _both(path, monkeypatch)
+    assert streamed
+    frame = parts[0].frame
+    if column == "Stream":
+        assert "Stream" not in frame.columns and frame["Context"].notna().all()
+    else:
+        assert frame["Context"].isna().any() and frame["Context"].notna().any()

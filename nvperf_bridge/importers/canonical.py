@@ -110,9 +110,9 @@ def _get(frame: pd.DataFrame, new: dict[str, pd.Series], parts: dict[str, pd.Ser
     if name in parts:
         return parts[name]
     if name in new:
-        return pd.to_numeric(new[name], errors="coerce")
+        return numbers(new[name])
     if name in frame.columns:
-        return pd.to_numeric(frame[name], errors="coerce")
+        return numbers(frame[name])
     return None
 
 
@@ -161,7 +161,7 @@ def _derive(frame: pd.DataFrame, new: dict[str, pd.Series], parts: dict[str, pd.
         value = pd.Series(value, index=frame.index, dtype="float64")
         current = new.get(d.target, frame[d.target] if d.target in frame.columns else None)
         if current is not None:
-            known = pd.to_numeric(current, errors="coerce")
+            known = numbers(current)
             filled = known.isna() & value.notna()
             if not filled.any():
                 continue
@@ -276,9 +276,9 @@ def finish(frame: pd.DataFrame, storage: np.ndarray | None = None,
         if col.dtype == "str":
             columns[name] = as_text(values)
         elif name == "source_row":
-            columns[name] = pd.to_numeric(values, errors="coerce").astype("Int64")
+            columns[name] = numbers(values).astype("Int64")
         else:
-            columns[name] = pd.to_numeric(values, errors="coerce").astype("float64")
+            columns[name] = numbers(values).astype("float64")
     # a raw column with nothing in it tells the user nothing
     names = [c for c in columns if c in CANONICAL_COLUMNS or _has_value(columns[c])]
     identity = [c for c in IDENTITY_COLUMNS if c in names]
@@ -293,13 +293,39 @@ def finish(frame: pd.DataFrame, storage: np.ndarray | None = None,
 
 def as_text(values: pd.Series) -> pd.Series:
     """A text column as ``finish`` types it: objects, ``None`` where missing, each present value a ``str``
-    (texts kept as they are, anything else made one)."""
-    present = values.notna()
+    (texts kept as they are, anything else made one). A long object column of a few objects (a trace's
+    kernel names and devices, made from their distinct values) is checked on those objects alone
+    (``labels.distinct_objects``), where ``notna`` and ``infer_dtype`` look at every row's object."""
+    from nvperf_bridge.labels import FACTORIZE_BY_IDENTITY_FROM, distinct_objects, rows_holding
+
+    found = distinct_objects(values.to_numpy()) if values.dtype == object and \
+        len(values) >= FACTORIZE_BY_IDENTITY_FROM else None
+    if found is not None:
+        present = pd.Series(~rows_holding(found, _is_missing), index=values.index)
+        only_str = all(isinstance(item, str) for item in found[2] if not _is_missing(item))
+    else:
+        present = values.notna()
     every = bool(present.all())
     text = values.astype(object) if every else values.astype(object).where(present, None)
-    if not _only_str(text.to_numpy() if every else text.to_numpy()[present.to_numpy()]):
+    if found is None:
+        only_str = _only_str(text.to_numpy() if every else text.to_numpy()[present.to_numpy()])
+    if not only_str:
         text[present] = values[present].astype(str)  # texts are kept as they are
     return text
+
+
+def _is_missing(item: object) -> bool:
+    """What ``Series.notna`` counts as missing, for one object."""
+    return pd.api.types.is_scalar(item) and bool(pd.isna(item))
+
+
+def numbers(values: pd.Series) -> pd.Series:
+    """``pd.to_numeric(values, errors="coerce")``, without its copy of a column that is float64 or int64
+    already (a trace's million-row columns: a copy each time a derivation or ``finish`` reads one; the
+    column is shared, which copy-on-write keeps apart from any later write)."""
+    if values.dtype == np.float64 or values.dtype == np.int64:
+        return values
+    return pd.to_numeric(values, errors="coerce")
 
 
 def _has_value(column: pd.Series) -> bool:
@@ -371,7 +397,7 @@ def check_ranges(kernels: pd.DataFrame, warnings: list[str]) -> pd.DataFrame:
     for name, col in CANONICAL_COLUMNS.items():
         if name not in kernels.columns or col.dtype == "str" or name in ("source_row", "invocations"):
             continue
-        values = pd.to_numeric(kernels[name], errors="coerce").astype("float64")
+        values = numbers(kernels[name]).astype("float64")
         bad = np.isinf(values) | (values < 0)
         expected = "finite and >= 0"
         if col.unit == "fraction":

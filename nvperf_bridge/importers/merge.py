@@ -158,6 +158,20 @@ def _best_trace(metrics: Parsed, traces: list[Parsed], taken: set[int]) -> Parse
     return best
 
 
+def _first_texts(frame: pd.DataFrame, codes: np.ndarray, columns: list[str]) -> dict[str, np.ndarray]:
+    """``groupby(codes, sort=False)[column].first()`` (-1: no group) of text columns, each an array in the
+    groups' order: the value of each group's first row, found by code (a million launches of a few
+    kernels, where pandas' ``first`` walks every row's object). ``first`` skips missing values, so a
+    column whose first row of some group is missing is left out (pandas' own ``first`` then)."""
+    first_rows = np.flatnonzero(~pd.Series(codes).duplicated().to_numpy() & (codes >= 0))  # in order of appearance
+    out = {}
+    for column in columns:
+        values = frame[column].to_numpy(dtype=object)[first_rows]
+        if not pd.isna(values).any():
+            out[column] = values
+    return out
+
+
 def _join_metrics_trace(metrics: Parsed, trace: Parsed, warnings: list[str]) -> pd.DataFrame:
     """Metrics (one row per kernel) joined to the trace averaged per kernel signature.
 
@@ -175,14 +189,18 @@ def _join_metrics_trace(metrics: Parsed, trace: Parsed, warnings: list[str]) -> 
     # brings its own Min and Max per kernel among ``numeric``)
     spread = {} if trace.per_kernel or "duration_ns" not in numeric else {
         "min_duration_ns": ("duration_ns", "min"), "max_duration_ns": ("duration_ns", "max")}
-    agg = t.groupby(np.where(codes >= 0, codes, np.nan), sort=False).agg(  # NaN: no signature, no group
+    named = {
         **{c: (c, "mean") for c in numeric}, **spread,
         # a trace has a row per launch; a GPU summary has a row per kernel with its Calls
-        _launches=("invocations", "sum") if trace.per_kernel else ("kernel_name", "size"),
-        device=("device", "first") if "device" in t.columns else ("kernel_name", lambda s: None),
-        kernel_name=("kernel_name", "first"),
-        _first_row=("source_row", "min"),
-    )
+        "_launches": ("invocations", "sum") if trace.per_kernel else ("kernel_name", "size"),
+        "device": ("device", "first") if "device" in t.columns else ("kernel_name", lambda s: None),
+        "kernel_name": ("kernel_name", "first"),
+        "_first_row": ("source_row", "min"),
+    }
+    firsts = _first_texts(t, codes, [c for c in ("device", "kernel_name") if c in t.columns])
+    agg = t.groupby(np.where(codes >= 0, codes, np.nan), sort=False).agg(  # NaN: no signature, no group
+        **{name: how for name, how in named.items() if name not in firsts})
+    agg = agg.assign(**firsts)[list(named)]
     agg.index = signatures[agg.index.to_numpy().astype(np.intp)].rename("_full")
     agg = agg.reset_index()
     m = metrics.frame.copy()

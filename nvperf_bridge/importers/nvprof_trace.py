@@ -19,7 +19,7 @@ import contextlib
 import queue
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -54,6 +54,8 @@ NON_KERNEL = (
 )
 _TEXT_COLUMNS = ("Name", "Device", "Context", "Stream", "SrcMemType", "DstMemType", "Type", "Unified Memory",
                  "Virtual Address", "Correlation_ID")
+_KEPT_TEXT = ("Context", "Stream")  # the text columns the frame keeps under their own name (the others: read or left)
+_UNUSED_TEXT = ("SrcMemType", "DstMemType", "Unified Memory", "Virtual Address")  # memcpy columns, never kept
 NVVP_FORMAT = "nvvp-trace"
 _UNIT_IN_NAME = re.compile(r"^(?P<name>[^()]+?)\s*\((?P<unit>[A-Za-z/%]+)\)$")
 _NVVP_NAMES = {"Start Time": "Start"}  # the nvvp export's column names that differ from nvprof's trace
@@ -106,15 +108,19 @@ class ArrowSuffixes:
 
 @dataclass
 class LaunchIds:
-    """A trace's ``kernel_id`` and ``source`` columns, made when its frame is read (``Parsed.deferred``):
-    a paired trace is averaged per kernel without them. Made as ``_from_table`` makes them for a frame
-    read whole (``launch_ids``, then ``finish``'s text typing)."""
+    """A trace's ``kernel_id`` and ``source`` columns, and its ``_KEPT_TEXT`` columns (Context, Stream),
+    made when its frame is read (``Parsed.deferred``): a paired trace is averaged per kernel without them.
+    Made as ``_from_table`` makes them for a frame read whole (``launch_ids``, then ``finish``'s text
+    typing); the text columns stand in the frame until then as ``_text_stand_in`` (their place in the
+    column order, and whether ``finish`` keeps them), their values pyarrow text (``texts``)."""
 
     path: str
     suffix: ArrowSuffixes
     keep: np.ndarray  # the kernel rows among the rows read
     correlation: pd.Series | None  # the kernel rows' Correlation_ID column, where the trace has one
     lines: np.ndarray  # the kernel rows' line numbers
+    texts: dict[str, object] = field(default_factory=dict)  # column -> every row's text (a pyarrow ChunkedArray)
+    text_dtype: object = object  # the dtype the whole-text path gives a text column (``read_csv(dtype=str)``'s)
 
     NAMES = ("kernel_id", "source")
 
@@ -132,6 +138,10 @@ class LaunchIds:
         correlation = None if self.correlation is None else self.correlation.set_axis(index)
         made = {"kernel_id": as_text(launch_ids(suffix, correlation, pd.Series(self.lines, index=index))),
                 "source": as_text(pd.Series(np.full(len(index), self.path, dtype=object), index=index, copy=False))}
+        for name, values in self.texts.items():
+            if name in lean.columns:  # ``finish`` left out a column without any value
+                made[name] = pd.Series(_arrow_objects(_kept_text(values, self.keep)), index=index,
+                                       dtype=self.text_dtype, copy=False)
         return pd.DataFrame({c: made[c] if c in made else lean[c] for c in self.columns(lean)}, index=index,
                             copy=False)
 
@@ -177,9 +187,9 @@ def read_stream(path: Path, head: Head, found: Sniffed) -> Parsed | None:
     header_line = text.count("\n", 0, found.start)
     by_arrow = _arrow_table(path, head, found.start, units)
     if by_arrow is not None:
-        raw, split, select, scaled, raw_units = by_arrow
+        raw, split, select, scaled, raw_units, texts = by_arrow
         return _from_table(path, raw, raw_units, header_line, "nvprof-trace", None, None, split=split, select=select,
-                           scaled=scaled)
+                           scaled=scaled, texts=texts)
     read = read_streamed_table(path, head, found.start, dtype={c: str for c in _TEXT_COLUMNS},
                                skiprows=[1] if units is not None else None, low_memory=False)
     if read is None:
@@ -197,13 +207,15 @@ def read_stream(path: Path, head: Head, found: Sniffed) -> Parsed | None:
 def _from_table(path: Path, raw: pd.DataFrame, units: list[str] | None, header_line: int, fmt: str,
                 text: str | None, table_end: int | None, split: NameSplit | None = None,
                 select: Callable[[pd.DataFrame, np.ndarray], pd.DataFrame] | None = None,
-                scaled: frozenset[str] = frozenset()) -> Parsed:
+                scaled: frozenset[str] = frozenset(), texts: ArrowTexts | None = None) -> Parsed:
     """The canonical rows of a read trace or summary table (``raw``: text columns as strings, the rest as
     the C parser read them; ``units``: the units row, if any; ``text``/``table_end``: the whole text and
     where the table ends, for the summary's device name in a table after it; ``split``: the Name column
     already split (``_arrow_table``), in which case ``raw`` holds no Name column; ``select(raw, keep)``:
     the kept rows of ``raw``, where the reader has a cheaper way than ``raw.loc[keep]``; ``scaled``: number
-    columns the reader already converted to their base unit by the units row)."""
+    columns the reader already converted to their base unit by the units row; ``texts``: the ``_KEPT_TEXT``
+    columns the reader left as pyarrow text, ``raw`` holding ``_no_text`` in their place: made when the
+    frame is read, ``LaunchIds``)."""
     unit_of = dict(zip(raw.columns, units)) if units else {}
     first_line = header_line + (3 if units else 2)
     info = InputFile(path=str(path), format=fmt, kernels=0)
@@ -226,16 +238,20 @@ def _from_table(path: Path, raw: pd.DataFrame, units: list[str] | None, header_l
     distinct_text = pd.Series(distinct, dtype=object)
     for pattern, label in NON_KERNEL:
         why[why.isna() & distinct_text.str.contains(pattern, regex=True)] = label
-    reason = pd.Series(np.append(why.to_numpy(), None)[codes], index=raw.index, dtype=object,  # code -1: no name
-                       copy=False)
-    reason[split.missing] = "row without a name"
+    # each row's reason to skip it, by its name's code (code -1: no name); made text for the skipped rows only
+    skipped = np.append(why.notna().to_numpy(), False)[codes] | split.missing
+    api = None
     if "Type" in raw.columns:
-        api = reason.isna() & raw["Type"].fillna("").astype(str).str.contains("API", regex=False)
-        reason[api] = "API call (host side, not a kernel)"
-    skipped = reason.notna()
-    info.skipped.extend(count_reasons(reason[skipped], raw.loc[skipped, "_line"]))
-    keep = ~skipped.to_numpy()
-    del reason, skipped  # million-row columns not needed below: freed before the frame is made
+        api = ~skipped & raw["Type"].fillna("").astype(str).str.contains("API", regex=False).to_numpy()
+        skipped |= api
+    rows = np.flatnonzero(skipped)
+    reason = np.append(why.to_numpy(), None)[codes[rows]]
+    reason[split.missing[rows]] = "row without a name"
+    if api is not None:
+        reason[api[rows]] = "API call (host side, not a kernel)"
+    info.skipped.extend(count_reasons(pd.Series(reason, dtype=object), pd.Series(raw["_line"].to_numpy()[rows])))
+    keep = ~skipped
+    del reason, skipped, api  # million-row columns not needed below: freed before the frame is made
     if keep.all():
         kernels = raw  # only read below: no copy of its own
     else:
@@ -253,7 +269,8 @@ def _from_table(path: Path, raw: pd.DataFrame, units: list[str] | None, header_l
     correlation = kernels["Correlation_ID"] if "Correlation_ID" in kernels.columns else None
     deferred = None
     if isinstance(suffix, ArrowSuffixes):  # the launch ids made when the frame is read (LaunchIds)
-        deferred = LaunchIds(str(path), suffix, keep, correlation, kernels["_line"].to_numpy())
+        deferred = LaunchIds(str(path), suffix, keep, correlation, kernels["_line"].to_numpy(),
+                             *((texts.columns, texts.dtype) if texts is not None else ()))
     else:
         suffix = pd.Series(suffix[keep], index=kernels.index, dtype=object, copy=False)
         frame["kernel_id"] = launch_ids(suffix, correlation, kernels["_line"])
@@ -268,8 +285,9 @@ def _from_table(path: Path, raw: pd.DataFrame, units: list[str] | None, header_l
     not_numbers: list[str] = []  # columns kept as text: neither numbers nor numbers with a known unit
     for column in header_cols:
         if column in _TEXT_COLUMNS:
-            if column in ("Context", "Stream"):
-                frame[column] = kernels[column]
+            if column in _KEPT_TEXT:
+                frame[column] = (kernels[column] if texts is None or column not in texts.columns
+                                 else _text_stand_in(texts.columns[column], keep, len(kernels), kernels.index))
             continue
         numbers = parse_numbers(kernels[column])
         # a column read as numbers has nothing unparsed (three million-row passes each, to find none)
@@ -436,9 +454,18 @@ READ_AHEAD = 2
 READ_BLOCKS_AHEAD = 8
 
 
+@dataclass
+class ArrowTexts:
+    """Text columns a trace read by pyarrow holds as pyarrow text (``columns``: name -> ChunkedArray, a value
+    per row read) instead of Python objects, and the dtype they take once made (``LaunchIds``)."""
+
+    columns: dict[str, object]
+    dtype: object
+
+
 def _arrow_table(path: Path, head: Head, start: int, units: list[str] | None
                  ) -> tuple[pd.DataFrame, NameSplit, Callable[[pd.DataFrame, np.ndarray], pd.DataFrame],
-                            frozenset[str], list[str] | None] | None:
+                            frozenset[str], list[str] | None, ArrowTexts] | None:
     """The trace table read by pyarrow's streaming CSV reader, a block at a time: the columns but Name
     as ``read_streamed_table`` gives them (numbers as float64, ``_TEXT_COLUMNS`` as text), and the Name
     column already split (``NameSplit``): its million texts are never made Python strings, only the few
@@ -447,7 +474,9 @@ def _arrow_table(path: Path, head: Head, start: int, units: list[str] | None
     in place (``_kept_rows``). A number column whose unit (``units``: the units row) is not its base unit is
     converted as it is copied into the block (the same products ``_from_table`` would make, without a
     million-row array made for each): the fourth item names those columns, the fifth is the units row of
-    the frame's columns (no Name column).
+    the frame's columns (no Name column). The ``_KEPT_TEXT`` columns (Context, Stream: a million texts that
+    only a report of the launches shows) and the unused ``_UNUSED_TEXT`` ones are not made Python objects:
+    the frame holds ``_no_text`` in their place, the sixth item the kept ones as pyarrow text.
 
     None (the caller then takes pandas' path, which gives the same frame or says what is wrong) where
     pyarrow cannot be imported, or the table holds anything pyarrow reads otherwise than pandas' parser
@@ -474,7 +503,8 @@ def _arrow_table(path: Path, head: Head, start: int, units: list[str] | None
     unit_of = dict(zip(names, units)) if units else {}
     factors = [lookup((unit_of.get(name) or "").strip()) for name in numeric]
     scale = [None if found is None or found[0] == 1.0 else found[0] for found in factors]
-    texts: dict[str, list] = {name: [] for name in names if name in _TEXT_COLUMNS and name != "Name"}
+    texts: dict[str, list] = {name: [] for name in names
+                              if name in _TEXT_COLUMNS and name != "Name" and name not in _UNUSED_TEXT}
     # the numbers go straight into one block, a row per column, sized from the rows of the head
     storage = np.empty((len(numeric), rows_expected(path, table.start, head.text[start:])))
     filled: set[int] = set()  # the storage rows of columns with a value so far
@@ -534,10 +564,15 @@ def _arrow_table(path: Path, head: Head, start: int, units: list[str] | None
     columns: dict[str, object] = {}
     text_dtype = pd.Series(["text"]).dtype  # what read_csv(dtype=str) gives a text column
     index = pd.RangeIndex(split.rows)
+    later = ArrowTexts({}, text_dtype)
     for name in names:
         if name in numeric:
             row = numeric.index(name)
             columns[name] = storage[row, :n] if row in filled else _missing(n)
+        elif name in _KEPT_TEXT or name in _UNUSED_TEXT:
+            if name in _KEPT_TEXT:
+                later.columns[name] = pa.chunked_array(texts.pop(name), type=pa.string())
+            columns[name] = pd.Series(_no_text(split.rows), index=index, dtype=object, copy=False)
         elif name in texts:
             columns[name] = pd.Series(_arrow_objects(pa.chunked_array(texts.pop(name), type=pa.string())),
                                       index=index, dtype=text_dtype, copy=False)
@@ -547,7 +582,7 @@ def _arrow_table(path: Path, head: Head, start: int, units: list[str] | None
     scaled = frozenset(name for row, name in enumerate(numeric) if scale[row] is not None and row in filled)
     frame_units = [unit for name, unit in zip(names, units) if name != "Name"] if units else None
     return (frame, split.result(), lambda raw, keep: _kept_rows(raw, keep, storage[:, :n], numeric, empty), scaled,
-            frame_units)
+            frame_units, later)
 
 
 def _kept_rows(raw: pd.DataFrame, keep: np.ndarray, storage: np.ndarray, numeric: list[str],
@@ -569,6 +604,8 @@ def _kept_rows(raw: pd.DataFrame, keep: np.ndarray, storage: np.ndarray, numeric
             row = storage[numeric.index(name)]
             row[:count] = row[keep]
             columns[name] = row[:count]
+        elif name in _KEPT_TEXT or name in _UNUSED_TEXT:  # held as pyarrow text (ArrowTexts), or never read
+            columns[name] = pd.Series(_no_text(count), index=index, dtype=object, copy=False)
         else:
             columns[name] = raw[name].array[keep]  # its dtype kept (text stays text)
     for name in list(raw.columns):
@@ -579,6 +616,34 @@ def _kept_rows(raw: pd.DataFrame, keep: np.ndarray, storage: np.ndarray, numeric
 def _missing(n: int) -> np.ndarray:
     """``n`` missing numbers that take no memory (one NaN seen ``n`` times, read-only)."""
     return np.broadcast_to(np.float64(np.nan), (n,))
+
+
+def _no_text(n: int) -> np.ndarray:
+    """``n`` missing texts that take no memory (one None seen ``n`` times, read-only): the place of a text
+    column ``_arrow_table`` keeps as pyarrow text, or does not read."""
+    return np.broadcast_to(np.array(None, dtype=object), (n,))
+
+
+def _kept_text(values, keep: np.ndarray):
+    """The ``keep`` rows of a pyarrow text column (``values`` itself where every row is kept)."""
+    import pyarrow as pa
+
+    return values if keep.all() else values.filter(pa.array(keep))
+
+
+def _text_stand_in(values, keep: np.ndarray, count: int, index: pd.Index) -> pd.Series:
+    """What stands in the frame for a text column made later (``LaunchIds``): as many rows as it keeps
+    (``count``), one empty text seen in every row where any kept row has a value, else None in every row
+    (so ``finish`` keeps the column, or leaves it out, as it would the texts themselves)."""
+    from nvperf_bridge.importers.text import same_text
+
+    if values.null_count == 0:
+        present = count > 0
+    elif values.null_count == len(values):
+        present = False
+    else:
+        present = _kept_text(values, keep).null_count < count
+    return pd.Series(same_text(count, "") if present else _no_text(count), index=index, dtype=object, copy=False)
 
 
 def _arrow_objects(column) -> np.ndarray:
@@ -592,7 +657,7 @@ def _arrow_objects(column) -> np.ndarray:
 
 
 # the most digits a suffix found by ``_usual_suffixes`` may have (a longer one goes through ``_split_one``)
-SUFFIX_DIGITS = 21  # three 8-byte words with the space, "[" and "]"
+SUFFIX_DIGITS = 21
 _DIGIT_0, _DIGIT_9, _SPACE, _OPEN, _CLOSE = b"0"[0], b"9"[0], b" "[0], b"["[0], b"]"[0]
 
 
@@ -607,24 +672,28 @@ def _name_buffers(name) -> tuple[np.ndarray, np.ndarray]:
 def _usual_suffixes(name) -> tuple[np.ndarray, np.ndarray]:
     """The rows of a pyarrow string array that end in the usual `` [digits]`` (what ``_split_one`` splits
     with ``str.rpartition``: a space, ``[``, 1 to ``SUFFIX_DIGITS`` ASCII digits, ``]``), and the number of
-    digits of each. Read from the last ``SUFFIX_DIGITS + 3`` bytes of each row, taken from the array's
-    buffer 8 at a time, without a copy of any name: the four characters are ASCII, so no byte of a
-    multi-byte UTF-8 character is taken for one. A row in the buffer's first bytes is left to the caller."""
+    digits of each. Read from the array's buffer without a copy of any name: the rows that end in ``]``,
+    then their digits byte by byte leftwards, each step looking only at the rows still in their digits
+    (about as many steps as the longest id has digits); the four characters are ASCII, so no byte of a
+    multi-byte UTF-8 character is taken for one."""
     offsets, data = _name_buffers(name)
     first, end = offsets[:-1], offsets[1:]
-    width = SUFFIX_DIGITS + 3
-    rows = np.flatnonzero((end - first >= 4) & (end >= width) & ~name.is_null().to_numpy(zero_copy_only=False))
-    if not len(rows):
-        return rows, np.zeros(0, dtype=np.int64)
-    words = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))  # the 8 bytes from each byte on
-    window = np.stack([words[end[rows] - width + at] for at in range(0, width, 8)], axis=1).view(np.uint8)
-    window[np.arange(width) < (first[rows] - end[rows] + width)[:, None]] = 0  # the bytes before the row's own
-    is_digit = (window[:, :-1] >= _DIGIT_0) & (window[:, :-1] <= _DIGIT_9)
-    digits = np.argmin(is_digit[:, ::-1], axis=1)  # the digits before the last byte, right to left
-    bracket = (width - 2 - digits)[:, None]
-    usual = ((window[:, -1] == _CLOSE) & (digits >= 1) & (bracket[:, 0] >= 1)
-             & (np.take_along_axis(window, bracket, axis=1)[:, 0] == _OPEN)
-             & (np.take_along_axis(window, np.maximum(bracket - 1, 0), axis=1)[:, 0] == _SPACE))
+    rows = np.flatnonzero((end - first >= 4) & ~name.is_null().to_numpy(zero_copy_only=False))
+    rows = rows[data[end[rows] - 1] == _CLOSE]
+    row_first, last = first[rows], end[rows] - 1  # each row's first byte and its "]"
+    digits = np.zeros(len(rows), dtype=np.int64)
+    reading = np.arange(len(rows))  # the rows whose digits may go on leftwards
+    for step in range(1, SUFFIX_DIGITS + 2):  # one step past the most digits: a longer run is no usual suffix
+        at = last[reading] - step
+        inside = at >= row_first[reading]
+        byte = data[np.where(inside, at, 0)]
+        reading = reading[inside & (byte >= _DIGIT_0) & (byte <= _DIGIT_9)]
+        if not len(reading):
+            break
+        digits[reading] += 1
+    bracket = last - digits - 1
+    usual = (digits >= 1) & (digits <= SUFFIX_DIGITS) & (bracket - 1 >= row_first)
+    usual[usual] &= (data[bracket[usual]] == _OPEN) & (data[bracket[usual] - 1] == _SPACE)
     return rows[usual], digits[usual]
 
 
