@@ -182,15 +182,30 @@ def _derive(frame: pd.DataFrame, new: dict[str, pd.Series], parts: dict[str, pd.
         if d.formula not in notes:
             notes.append(d.formula)
     if marks:
-        text = before.to_numpy(dtype=object).copy()
+        new["derived"] = pd.Series(_derived_marks(before.to_numpy(dtype=object), marks), index=frame.index,
+                                   dtype=object)
+
+
+def _derived_marks(before: np.ndarray, marks: list[tuple[str, pd.Series, pd.Series]]) -> np.ndarray:
+    """Each row's ``derived`` text: its earlier marks (``before``, "" for none) followed by ``target`` (or
+    ``target (time)``) of every derivation in ``marks`` that filled the row, "; "-separated; None where there
+    is none. The rows fall into a few patterns (earlier text; per derivation: not filled, filled, filled from
+    the time): the text is written once per pattern and shared by its rows, one object per distinct text."""
+    pattern = factorize_text(before)[0].astype(np.int64)
+    for _, filled, time in marks:
+        state = filled.to_numpy(dtype=bool).astype(np.int64) + (filled & time).to_numpy(dtype=bool)
+        pattern, _ = pd.factorize(pattern * 3 + state)  # kept dense: a few patterns, whatever the marks' count
+    first_rows = np.unique(pattern, return_index=True)[1]
+    shared: dict[str, str] = {}
+    texts = np.empty(len(first_rows), dtype=object)
+    for code, row in enumerate(first_rows.tolist()):
+        text = before[row]
         for target, filled, time in marks:
-            rows = np.flatnonzero(filled.to_numpy())  # only the rows this derivation filled
-            labels = pd.Series(np.where(time.to_numpy()[rows], target + TIME_MARK, target), dtype=object)
-            had = pd.Series(text[rows], dtype=object)
-            text[rows] = labels.where(had == "", had + "; " + labels).to_numpy()
-        codes, distinct = pd.factorize(text, use_na_sentinel=False)  # one object per distinct mark, shared by its rows
-        out = pd.Series(np.asarray(distinct, dtype=object)[codes], index=frame.index, dtype=object)
-        new["derived"] = out.where(out != "", None)
+            if filled.iat[row]:
+                label = target + TIME_MARK if time.iat[row] else target
+                text = label if text == "" else text + "; " + label
+        texts[code] = None if text == "" else shared.setdefault(text, text)
+    return texts[pattern]
 
 
 # ---- final shape ---------------------------------------------------------------
