@@ -237,17 +237,18 @@ def period_times(
     with np.errstate(divide="ignore", invalid="ignore"):
         ceil, floor = ROUNDINGS[rounding]
         compute = ceil(N_act * c_i / CPD)  # (6), first term of (7), (9), (11)
-        # (10) = (12): the previous period's accesses finish MPD warps at a time
-        T_p = np.where(prev_long, np.maximum(m_prev * floor(N_act / MPD - 1.0) - (N_act - 1.0) * c_i, 0.0), 0.0)
-    T_c = np.where(
-        cur_long,
-        np.where(
-            prev_long,
-            np.maximum(m_i - ((N_act - 1.0) * c_i + T_p), 0.0),  # (13)
-            np.maximum(m_i - (N_act - 1.0) * c_i, 0.0),  # (8), n read as N_act
-        ),
-        0.0,
-    )
+    others_compute = (N_act - 1.0) * c_i  # the other warps' computation tasks of this period
+    # a period with no previous long memory task (every first period): T_p = 0 and Eq. (13) never applies,
+    # neither is computed (speed only: the same values)
+    T_c_long = np.maximum(m_i - others_compute, 0.0)  # (8), n read as N_act
+    if prev_long.any():
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # (10) = (12): the previous period's accesses finish MPD warps at a time
+            T_p = np.where(prev_long, np.maximum(m_prev * floor(N_act / MPD - 1.0) - others_compute, 0.0), 0.0)
+        T_c_long = np.where(prev_long, np.maximum(m_i - (others_compute + T_p), 0.0), T_c_long)  # (13)
+    else:
+        T_p = np.zeros(np.broadcast_shapes(prev_long.shape, m_prev.shape, N_act.shape, MPD.shape, c_i.shape))
+    T_c = np.where(cur_long, T_c_long, np.broadcast_to(0.0, T_p.shape))  # T_c = 0 where c_i >= m_i
     kind = 1 + cur_long.astype(int) + 2 * prev_long.astype(int)  # 1, 2 (cur), 3 (prev), 4 (both)
     return {"T_i": compute + T_p + T_c, "T_p": T_p, "T_c": T_c, "compute": compute, "type": kind}
 

@@ -75,6 +75,20 @@ def test_distinct_objects_find_a_columns_few_strings_and_the_rows_holding_them()
     assert distinct_objects(take(["x"], np.zeros(5, dtype=int)), limit=0) is None
 
 
+def test_distinct_objects_sees_a_label_that_first_appears_deep_in_a_long_column() -> None:
+    """A long column's few labels are looked for in its head first: a kernel whose error first appears
+    after the head (a None among strings at row 9000 of 10000) is still found, in order of first appearance."""
+    from nvperf_bridge.labels import all_text, distinct_objects, take
+
+    codes = np.tile([0, 1], 5000)
+    codes[9000] = 2
+    values = take(["compute", "memory-latency", "no finite positive prediction"], codes)
+    found = distinct_objects(values)
+    assert found is not None and found[2] == ["compute", "memory-latency", "no finite positive prediction"]
+    values[9001] = None
+    assert not all_text(values)
+
+
 def test_text_codes_gives_pandas_codes_by_address() -> None:
     """Codes in order of first appearance, equal strings one code wherever they sit, NaN its own code."""
     from nvperf_bridge.labels import text_codes
