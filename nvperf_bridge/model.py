@@ -248,6 +248,22 @@ def constant_column(value: Any, index: pd.Index, dtype: str | None = None) -> pd
     return shared.copy(deep=False)  # the caller's own Series object (a name set on it stays its own)
 
 
+def either_column(condition: Any, yes: str, no: str, index: pd.Index) -> pd.Series:
+    """``pd.Series(labels.where(condition, yes, no), index=index, dtype="object")``: a source note of two
+    texts. Where every row takes the same one (a measured clock on every kernel, a counter every row
+    has), that text as the run's shared ``constant_column`` (8 bytes, the same values and dtype) instead
+    of a new array of a million references, which the run's column pool would hold as that anyway."""
+    from nvperf_bridge.labels import where
+
+    chosen = np.asarray(condition, dtype=bool)
+    if chosen.ndim == 1 and len(chosen) == len(index) and len(chosen) > 1:
+        if chosen.all():
+            return constant_column(yes, index, dtype="object")
+        if not chosen.any():
+            return constant_column(no, index, dtype="object")
+    return pd.Series(where(chosen, yes, no), index=index, dtype="object", copy=False)
+
+
 def detail_column(values: Any, index: pd.Index) -> Any:
     """A model's detail as ``result[name] = values`` stores it: a plain scalar (``_PLAIN_SCALARS``)
     as the run's shared ``constant_column``, anything else as it is."""

@@ -161,6 +161,7 @@ from nvperf_bridge.model import (
     constant_column,
     constant_values,
     detail_column,
+    either_column,
     empty_result,
     missing_inputs,
     without_reason,
@@ -355,8 +356,8 @@ class HongKimModel:
             # more for 8/16-byte words (the threads' requested bytes / 32) where the efficiency is known
             wide = (requested_sectors(kernels, ld_sectors, st_sectors) / requests).where(requests > 0)
             coalesced_per_mw = np.maximum(c, wide.fillna(c))
-            coalesced_source = labels.where(wide > c, "requested bytes (wide words)",
-                                            "profile coalesced_sectors_per_request")
+            coalesced_source = either_column(wide > c, "requested bytes (wide words)",
+                                             "profile coalesced_sectors_per_request", index)
             if l2_reads == "memory-warps":
                 # EXTENSION (not the paper, which counts global requests only and leaves texture caches out,
                 # Section 3.5): the sectors L2 served to reads beyond the global loads' own (texture and
@@ -493,23 +494,11 @@ class HongKimModel:
         # --- what limits MWP (Eq. 5) ---
         bw_limited = MWP_peak_BW <= np.minimum(MWP_Without_BW_full, N)
         n_limited = ~bw_limited & (N <= MWP_Without_BW_full)
-        MWP_limit = labels.select([bw_limited, n_limited], ["bandwidth (MWP_peak_BW)", "active warps (N)"],
-                                  default="departure delay (MWP_Without_BW)")
 
         # --- the paper's case and the shared vocabulary ---
         is_23_memory = is_23 & cwp_ge_mwp & ~cwp_eq_mwp
         is_23_balanced = is_23 & cwp_eq_mwp
         is_23_compute = is_23 & ~cwp_ge_mwp
-        # text columns as codes into a few labels (nvperf_bridge.labels), never a string built per kernel
-        states = [STATE_NO_MEMORY, STATE_EQ22, STATE_MWP_LT_CWP, STATE_MWP_EQ_CWP, STATE_COMP_GT_MEM, STATE_MWP_GT_CWP, ""]
-        state_code = labels.choice_codes([~has_memory, is_22, is_23_memory, is_23_balanced, is_23_compute, is_24])
-        bottleneck = labels.select(
-            [Synch_cost >= Exec_cycles_app, ~has_memory, is_22, is_23_memory & bw_limited, is_23_memory,
-             is_23_balanced, is_23_compute | is_24],
-            ["synchronization", "compute", "parallelism", "memory-bandwidth", "memory-latency", "balanced", "compute"],
-            default="unknown",
-        )
-        equation = labels.select([is_22, is_23, is_24], ["22", "23", "24"], default="24 (no memory period)")
 
         # --- kernels the model cannot handle get a reason ---
         error = error.to_numpy(dtype=object, copy=True)
@@ -530,20 +519,41 @@ class HongKimModel:
 
         result = empty_result(kernels)
         ok = no_reason  # every kernel given a reason above is out
+        failed = ~ok
         text = lambda values: pd.Series(values, index=index, dtype="object", copy=False)  # noqa: E731
         result["predicted_cycles"] = predicted_cycles.where(ok)
         result["predicted_ns"] = predicted_ns.where(ok)
-        result["bottleneck"] = labels.column(labels.where(ok, bottleneck, "unknown"), index, owned=True)  # new: not copied
-        # the state, with the no-barrier-count suffix where inst_barrier was not collected
-        state_code = state_code + len(states) * ~synch_known.to_numpy(dtype=bool)
-        state = labels.take([*states, *(label + STATE_SUFFIX_NO_SYNCH for label in states)], state_code)
-        result["state"] = labels.column(labels.where(ok, state, ""), index, owned=True)
+        # text columns as codes into a few labels (nvperf_bridge.labels), never a string built per kernel; a
+        # kernel given a reason above takes its fallback label in the same pass (the first condition)
+        bottleneck = labels.select(
+            [failed, Synch_cost >= Exec_cycles_app, ~has_memory, is_22, is_23_memory & bw_limited, is_23_memory,
+             is_23_balanced, is_23_compute | is_24],
+            ["unknown", "synchronization", "compute", "parallelism", "memory-bandwidth", "memory-latency", "balanced",
+             "compute"],
+            default="unknown",
+        )
+        result["bottleneck"] = labels.column(bottleneck, index, owned=True, text=True)  # new: not copied
+        # the state of the paper's case, with the no-barrier-count suffix where inst_barrier was not collected
+        states = [STATE_NO_MEMORY, STATE_EQ22, STATE_MWP_LT_CWP, STATE_MWP_EQ_CWP, STATE_COMP_GT_MEM, STATE_MWP_GT_CWP, ""]
+        case_conditions = [~has_memory, is_22, is_23_memory, is_23_balanced, is_23_compute, is_24]
+
+        def state_text(pattern: int) -> str:  # bit 0: failed; bits 1-6: the case conditions; bit 7: no barrier count
+            if pattern & 1:
+                return ""
+            label = states[labels.first_true(pattern >> 1, len(case_conditions))]
+            return label + STATE_SUFFIX_NO_SYNCH if pattern >> (1 + len(case_conditions)) & 1 else label
+
+        state = labels.by_conditions([failed, *case_conditions, ~synch_known.to_numpy(dtype=bool)], state_text)
+        result["state"] = labels.column(state, index, owned=True, text=True)
         result["error"] = labels.column(error, index, owned=True)
         details: dict[str, Any] = {
-            "equation": text(labels.where(ok, equation, "")),
+            "equation": text(labels.select([failed, is_22, is_23, is_24], ["", "22", "23", "24"],
+                                           default="24 (no memory period)")),
             "MWP": MWP,
             "CWP": CWP,
-            "MWP_limit": text(labels.where(ok, MWP_limit, "")),
+            "MWP_limit": text(labels.select([failed, bw_limited, n_limited],
+                                            ["", "bandwidth (MWP_peak_BW)", "active warps (N)"],
+                                            default="departure delay (MWP_Without_BW)")),
             "N": N,
             "N_source": N_source,
             "Mem_L": Mem_L,
@@ -572,12 +582,12 @@ class HongKimModel:
             "Uncoal_Mem_insts": Uncoal_Mem_insts,
             "Coal_Mem_insts": Coal_Mem_insts,
             "Synch_insts": Synch_insts.where(synch_known),
-            "Synch_source": text(labels.where(synch_known, "inst_barrier", SYNCH_NOT_COLLECTED)),
+            "Synch_source": either_column(synch_known, "inst_barrier", SYNCH_NOT_COLLECTED, index),
             "Weight_uncoal": Weight_uncoal,
             "Weight_coal": Weight_coal,
             "transactions_per_mw": transactions_per_mw,
             "coalesced_per_mw": coalesced_per_mw,
-            "coalesced_source": text(coalesced_source),
+            "coalesced_source": coalesced_source,
             "sectors_source": sectors_source,
             "Load_bytes_per_warp": Load_bytes_per_warp,
             "memory_inputs": memory_label,
@@ -589,8 +599,8 @@ class HongKimModel:
             "Unseen_mem_insts": unseen_requests / total_warps,
             "Issue_comp_cycles": Issue_comp_cycles,
             "Shared_cycles": Shared_cycles,
-            "comp_limit": text(labels.where((shared_memory == "pipe") & (Shared_cycles > Issue_comp_cycles),
-                                            "shared-memory wavefronts (extension)", "issue (Eq. 19)")),
+            "comp_limit": either_column((shared_memory == "pipe") & (Shared_cycles > Issue_comp_cycles),
+                                        "shared-memory wavefronts (extension)", "issue (Eq. 19)", index),
             "clock_hz": freq,
             "clock_source": clock_source,
             "launch_ns": const["launch_ns"],

@@ -330,15 +330,7 @@ class KothapalliModel:
         balanced = (larger > 0) & (smaller >= BALANCED_RATIO * larger)
         memory_bound = ~balanced & (N_memory > N_comp)
         shared_dominant = N_memory_shared > N_memory_global
-        # text columns as codes into a few labels (nvperf_bridge.labels), never a string built per kernel
-        bottleneck = labels.select([balanced, memory_bound], ["balanced", "memory-latency"], default="compute")
         model_label = "MAX" if prediction == "max" else "SUM"
-        state = labels.select(
-            [balanced, memory_bound & shared_dominant, memory_bound],
-            [f"{model_label}: {text}" for text in ("N_comp ~ N_memory", "N_memory > N_comp (shared-memory bank conflicts)",
-                                                    "N_memory > N_comp (global memory latency)")],
-            default=f"{model_label}: N_comp > N_memory",
-        )
 
         # --- kernels the model cannot handle get a reason ---
         error = error.to_numpy(dtype=object, copy=True)
@@ -361,8 +353,20 @@ class KothapalliModel:
         text = lambda values: pd.Series(values, index=index, dtype="object", copy=False)  # noqa: E731
         result["predicted_cycles"] = chosen_cycles.where(ok)
         result["predicted_ns"] = chosen_ns.where(ok)
-        result["bottleneck"] = labels.column(labels.where(ok, bottleneck, "unknown"), index, owned=True)  # new: not copied
-        result["state"] = labels.column(labels.where(ok, state, ""), index, owned=True)
+        # text columns as codes into a few labels (nvperf_bridge.labels), never a string built per kernel; a
+        # kernel given a reason above takes its fallback label in the same pass (the first condition)
+        failed = ~ok
+        bottleneck = labels.select([failed, balanced, memory_bound], ["unknown", "balanced", "memory-latency"],
+                                   default="compute")
+        state = labels.select(
+            [failed, balanced, memory_bound & shared_dominant, memory_bound],
+            ["", *(f"{model_label}: {text}" for text in ("N_comp ~ N_memory",
+                                                         "N_memory > N_comp (shared-memory bank conflicts)",
+                                                         "N_memory > N_comp (global memory latency)"))],
+            default=f"{model_label}: N_comp > N_memory",
+        )
+        result["bottleneck"] = labels.column(bottleneck, index, owned=True, text=True)  # new: not copied
+        result["state"] = labels.column(state, index, owned=True, text=True)
         result["error"] = labels.column(error, index, owned=True)
         details: dict[str, Any] = {
             "prediction": model_label,

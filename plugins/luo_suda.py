@@ -218,13 +218,28 @@ PERIOD_TYPE_LABELS = {
 }
 
 
+def period_terms(c_i: Any, m_i: Any, N_act: Any, CPD: Any, rounding: str = "printed") -> dict[str, np.ndarray]:
+    """The terms of a calculate period that depend on this period's tasks alone, not on the previous
+    one's: ``compute`` (the ceil term of Eqs. (6), (7), (9), (11)), ``others_compute`` ((N_act - 1) c_i,
+    the other warps' computation tasks), ``T_c_long`` (Eq. (8), n read as N_act) and ``cur_long``
+    (c_i < m_i). A first and a steady period of one kernel share them (``period_times``' ``terms``)."""
+    c_i, m_i, N_act, CPD = (np.asarray(v, dtype="float64") for v in (c_i, m_i, N_act, CPD))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        compute = ROUNDINGS[rounding][0](N_act * c_i / CPD)  # (6), first term of (7), (9), (11)
+    others_compute = (N_act - 1.0) * c_i  # the other warps' computation tasks of this period
+    return {"compute": compute, "others_compute": others_compute,
+            "T_c_long": np.maximum(m_i - others_compute, 0.0), "cur_long": c_i < m_i}
+
+
 def period_times(
     c_prev: Any, m_prev: Any, c_i: Any, m_i: Any, N_act: Any, MPD: Any, CPD: Any, has_prev: Any = True,
-    rounding: str = "printed",
+    rounding: str = "printed", terms: dict[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Time of one calculate period, Eqs. (6)-(13), vectorised over numpy arrays.
 
     ``has_prev`` False marks a first period (no previous memory task: type 1 or 2).
+    ``terms``: ``period_terms(c_i, m_i, N_act, CPD, rounding)`` when the caller has them already (the
+    first and steady periods of one kernel: computed once, speed only).
     Returns arrays ``T_i``, ``T_p``, ``T_c``, ``compute`` (the ceil term) and
     ``type`` (1..4), all in the units of c and m (GPU clocks).
     """
@@ -233,14 +248,13 @@ def period_times(
     )
     has_prev = np.asarray(has_prev, dtype=bool)
     prev_long = has_prev & (c_prev < m_prev)  # c_{i-1} < m_{i-1}
-    cur_long = c_i < m_i  # c_i < m_i
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ceil, floor = ROUNDINGS[rounding]
-        compute = ceil(N_act * c_i / CPD)  # (6), first term of (7), (9), (11)
-    others_compute = (N_act - 1.0) * c_i  # the other warps' computation tasks of this period
+    if terms is None:
+        terms = period_terms(c_i, m_i, N_act, CPD, rounding)
+    floor = ROUNDINGS[rounding][1]
+    compute, others_compute, cur_long = terms["compute"], terms["others_compute"], terms["cur_long"]
     # a period with no previous long memory task (every first period): T_p = 0 and Eq. (13) never applies,
     # neither is computed (speed only: the same values)
-    T_c_long = np.maximum(m_i - others_compute, 0.0)  # (8), n read as N_act
+    T_c_long = terms["T_c_long"]  # (8), n read as N_act
     if prev_long.any():
         with np.errstate(divide="ignore", invalid="ignore"):
             # (10) = (12): the previous period's accesses finish MPD warps at a time
@@ -367,15 +381,17 @@ class LuoSudaModel:
         T_c = pd.Series(np.where(steady_used, steady["T_c"], first["T_c"]), index=kernels.index)
         stall = (T_p + T_c) > 0
         at_limit = N_act >= gpu.max_warps_per_sm - 1e-9
-        # text columns as codes into a few labels (nvperf_bridge.labels), never a string built per kernel
+        # text columns as codes into a few labels (nvperf_bridge.labels), never a string built per kernel; a
+        # kernel that is not good takes its fallback label in the same pass ("unknown"; code 0, "", for the state)
         bottleneck = labels.select(
-            [~stall, MPD < N_act, ~at_limit],
-            ["compute", "memory-bandwidth", "parallelism"],
+            [~good, ~stall, MPD < N_act, ~at_limit],
+            ["unknown", "compute", "memory-bandwidth", "parallelism"],
             default="memory-latency",
         )
-        result["bottleneck"] = labels.column(labels.where(good, bottleneck, "unknown"), kernels.index, owned=True)
+        result["bottleneck"] = labels.column(bottleneck, kernels.index, owned=True, text=True)
         period_labels = [PERIOD_TYPE_LABELS.get(code, "") for code in range(max(PERIOD_TYPE_LABELS) + 1)]
-        result["state"] = labels.column(labels.where(good, labels.take(period_labels, kind), ""), kernels.index, owned=True)
+        result["state"] = labels.column(labels.take(period_labels, np.where(good, kind, 0)), kernels.index, owned=True,
+                                        text=True)
         result["predicted_cycles"] = timing["cycles_out"].where(good)
         result["predicted_ns"] = timing["ns"].where(good)
         result["error"] = error
@@ -519,8 +535,12 @@ class _Inputs:
         MPD = MPD.where(N_trans > 0, N_act)  # no global memory traffic: nothing limits concurrency
         cp = cpd(P, N_act, k["a"], k["b"], k["c"], k["d"], self.max_warps_per_sm, self.cpd_min)
 
-        first = period_times(0.0, 0.0, c_i, m_i, N_act, MPD, cp["CPD"], has_prev=False, rounding=self.rounding)
-        steady = period_times(c_i, m_i, c_i, m_i, N_act, MPD, cp["CPD"], has_prev=True, rounding=self.rounding)
+        # the first and the steady periods share this period's own terms (Eqs. (6)-(8)): computed once
+        terms = period_terms(c_i, m_i, N_act, cp["CPD"], rounding=self.rounding)
+        first = period_times(0.0, 0.0, c_i, m_i, N_act, MPD, cp["CPD"], has_prev=False, rounding=self.rounding,
+                             terms=terms)
+        steady = period_times(c_i, m_i, c_i, m_i, N_act, MPD, cp["CPD"], has_prev=True, rounding=self.rounding,
+                              terms=terms)
         T_round = first["T_i"] + (K - 1.0) * steady["T_i"]
         cycles = self.Rep * T_round
         ns, cycles_out = with_launch(cycles / self.clock_hz * 1e9, cycles, k["launch_ns"], self.clock_hz)  # EXTENSION

@@ -387,10 +387,11 @@ def row_argmax(arrays: Sequence[np.ndarray]) -> np.ndarray:
     of equal values wins): ``np.argmax`` over the rows of their (kernels x arrays) stack with NaN as -inf."""
     best = np.where(np.isnan(arrays[0]), -np.inf, arrays[0])
     position = np.zeros(len(best), dtype=np.intp)
+    wins = np.empty(len(best), dtype=bool)
     for i, array in enumerate(arrays[1:], start=1):
-        wins = array > best  # NaN is never greater
-        best[wins] = array[wins]
-        position[wins] = i
+        np.greater(array, best, out=wins)  # NaN is never greater
+        np.copyto(best, array, where=wins)  # a masked copy in place, not a gather and a scatter (speed only)
+        np.copyto(position, i, where=wins)
     return position
 
 
@@ -486,11 +487,15 @@ class RecommendedModel:
         dominant_code = np.where((dominant_code == BOUND_TERMS.index("l2")) & dram_backed,
                                  BOUND_TERMS.index("dram"), dominant_code)
         term_names = [*BOUND_TERMS, "overhead", "launch overhead"]
-        dominant = labels.take(term_names, dominant_code)
         bound_model = values["overhead_ns"] + largest
         overhead_bound = (values["overhead_ns"] > 0.5 * bound_model).to_numpy()
-        label = labels.where(overhead_bound, "parallelism",
-                             labels.take([TERM_BOTTLENECK.get(name, "unknown") for name in term_names], dominant_code))
+        # the bottleneck: the dominant term's, "parallelism" where the overhead binds, "unknown" for a kernel
+        # with a reason; codes into one table, taken once (no text array masked afterwards)
+        failed = ~ok.to_numpy(dtype=bool)
+        label_code = np.where(overhead_bound, len(term_names), dominant_code)
+        np.copyto(label_code, len(term_names) + 1, where=failed)
+        label = labels.take([*(TERM_BOTTLENECK.get(name, "unknown") for name in term_names), "parallelism", "unknown"],
+                            label_code)
         blended = (scaled["transit"].notna() & (scaled["transit"] > 0)).to_numpy()
         blend_note = f"; blended with Transit (weight {values['w_transit']:.2f})"
         extrapolated = self._extrapolated(gpu)
@@ -510,12 +515,13 @@ class RecommendedModel:
             result["kernel_factor"] = factor.where(scaled_note)
         result["predicted_ns"] = predicted.where(ok)
         result["predicted_cycles"] = (predicted * gpu.sm_clock_hz / 1e9).where(ok)
-        result["bottleneck"] = labels.column(labels.where(ok, label, "unknown"), kernels.index, owned=True)
+        result["bottleneck"] = labels.column(label, kernels.index, owned=True, text=True)
         result["state"] = state.where(ok, "")
         result["error"] = reasons
         for name in TERMS:
             result[f"T_{name}_ns"] = scaled[name].where(ok)
-        result["dominant_term"] = labels.column(labels.where(ok, dominant, ""), kernels.index, owned=True)
+        dominant = labels.take([*term_names, ""], np.where(failed, len(term_names), dominant_code))  # "" for a reason
+        result["dominant_term"] = labels.column(dominant, kernels.index, owned=True, text=True)
         result["estimate"] = constant_column("recommended estimate (beyond the papers)", kernels.index)
         return result
 

@@ -276,7 +276,7 @@ class RooflineModel:
         result["predicted_ns"] = (predicted + launch_ns).where(~failed)
         result["bottleneck"] = labels.column(labels.select([failed, balanced, memory, compute],
                                                            ["unknown", "balanced", "memory-bandwidth", "compute"],
-                                                           "unknown"), kernels.index, owned=True)
+                                                           "unknown"), kernels.index, owned=True, text=True)
         # the state and its notes: one text per distinct (state, notes) pair (nvperf_bridge.labels.render)
         states = ["", "compute-only lower bound (no DRAM bytes: dram_bytes not collected)",
                   "memory-only lower bound (no FLOP counts: flop_sp/flop_dp/flop_hp not collected)",

@@ -174,19 +174,17 @@ def equilibrium(n: Any, w: Any, R: Any, delta: Any, M: Any, CS_peak: Any, tolera
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         X_mem = np.where(w > 0, R / w, np.inf)  # f at its flat part R, in CS units
         X_lin = a * c1 * n / (a + c1 * w)  # both slopes (thread bound)
-    X_cs = CS_peak * np.ones_like(X_lin)
+    X_cs = np.broadcast_to(CS_peak, np.broadcast_shapes(np.shape(CS_peak), X_lin.shape))  # read only: not copied
     X = np.minimum(np.minimum(X_mem, X_cs), X_lin)
     with np.errstate(invalid="ignore"):  # X = 0 with w = inf (no instructions): NaN, reported by the caller
         r = X * w
     lin_min = X_lin <= np.minimum(X_mem, X_cs)
     cs_min = ~lin_min & (X_cs <= X_mem)
     with np.errstate(divide="ignore", invalid="ignore"):
-        k = np.select(
-            [lin_min, cs_min & (X_cs < X_mem)],
-            [r / a, r / a],  # f on its slope: k = r / a
-            # f flat: g on its slope gives x = X / c1; both flat (X_cs == X_mem): any k in [delta, n - M]
-            default=np.where(X < X_cs, n - X / c1, 0.5 * (delta + n - M)),
-        )
+        # f on its slope (either condition: the same choice, computed once): k = r / a; f flat: g on its
+        # slope gives x = X / c1; both flat (X_cs == X_mem): any k in [delta, n - M]
+        k = np.where(lin_min | (cs_min & (X_cs < X_mem)), r / a,
+                     np.where(X < X_cs, n - X / c1, 0.5 * (delta + n - M)))
     k = np.where(w > 0, k, 0.0)  # no memory traffic: nobody waits in MS
     x = n - k
     f_flat = X >= X_mem * (1.0 - tolerance)
@@ -347,10 +345,12 @@ class TransitModel:
 
         result["predicted_ns"] = ns.where(good)
         result["predicted_cycles"] = cycles.where(good)
-        result["state"] = labels.column(labels.where(good, eq["bound"], ""), kernels.index, owned=True)
-        result["bottleneck"] = labels.column(labels.where(
-            good, labels.take([BOUND_TO_BOTTLENECK[bound] for bound in BOUNDS], eq["bound_code"]), "unknown"),
-            kernels.index, owned=True)
+        # the bound's labels, the last code for a kernel with a reason ("" and "unknown"): one take each
+        bound_code = np.where(good, eq["bound_code"], len(BOUNDS))
+        result["state"] = labels.column(labels.take([*BOUNDS, ""], bound_code), kernels.index, owned=True, text=True)
+        result["bottleneck"] = labels.column(
+            labels.take([*(BOUND_TO_BOTTLENECK[bound] for bound in BOUNDS), "unknown"], bound_code),
+            kernels.index, owned=True, text=True)
         result["error"] = pd.Series(error, index=kernels.index, dtype="object", copy=False)
 
         flops = flop_sp.fillna(0.0) + flop_dp.fillna(0.0)

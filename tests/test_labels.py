@@ -122,3 +122,54 @@ def test_an_owned_text_column_is_wrapped_and_anything_else_copied() -> None:
             column = labels.column(given, pd.RangeIndex(len(given)), owned=True)
             assert column.tolist() == list(given)
             assert not np.shares_memory(backing(column), given)
+
+
+def test_packed_conditions_give_the_codes_of_a_condition_by_condition_pass() -> None:
+    # up to 8 conditions are packed into one byte per row and looked up; more are written one by one:
+    # either way np.select's choice, with broadcasting of one-row and length-1 conditions
+    rng = np.random.default_rng(11)
+    for count in (1, 3, 8, 9, 11):
+        conditions = [rng.random(500) < rng.random() for _ in range(count)]
+        conditions[0] = np.array([True]) if count == 3 else conditions[0]
+        names = [f"c{i}" for i in range(count)]
+        expected = np.select([np.broadcast_to(c, (500,)) for c in conditions], list(range(count)), default=count)
+        assert labels.choice_codes(conditions).tolist() == expected.tolist()
+        assert labels.select(conditions, names, "none").tolist() == \
+            np.select([np.broadcast_to(c, (500,)) for c in conditions], names, default="none").tolist()
+    series = pd.Series([False, True, False])
+    assert labels.choice_codes([series, np.array([True, True, False])]).tolist() == [1, 0, 2]
+
+
+def test_by_conditions_names_each_pattern_of_conditions_once() -> None:
+    rng = np.random.default_rng(5)
+    failed, memory, synch = (rng.random(300) < p for p in (0.2, 0.5, 0.3))
+    calls: list[int] = []
+
+    def text(pattern: int) -> str:
+        calls.append(pattern)
+        if pattern & 1:
+            return ""
+        return ["memory", "compute"][labels.first_true(pattern >> 1, 1)] + (" (no synch)" if pattern & 4 else "")
+
+    got = labels.by_conditions([failed, memory, synch], text)
+    expected = np.where(failed, "", np.where(memory, "memory", "compute")
+                        + np.where(synch, " (no synch)", "").astype(object))
+    assert got.dtype == object and got.tolist() == expected.tolist()
+    assert sorted(calls) == list(range(8))
+    assert labels.first_true(0b10100, 5) == 2 and labels.first_true(0b100000, 5) == 5
+    with pytest.raises(ValueError):
+        labels.by_conditions([np.bool_(True)], text)
+
+
+def test_a_column_of_one_repeated_text_stays_one_value() -> None:
+    from nvperf_bridge.model import constant_column
+
+    index = pd.RangeIndex(1000)
+    repeated = constant_column("measured sm_clock_hz", index, dtype="object")
+    got = labels.column(repeated, index)
+    expected = labels.column(np.array(["measured sm_clock_hz"] * 1000, dtype=object), index)
+    assert got.dtype == expected.dtype and got.tolist() == expected.tolist()
+    backing = getattr(got.array, "_ndarray", None)  # pandas' Python-backed strings: one value, 8 bytes
+    assert not isinstance(backing, np.ndarray) or backing.strides[0] == 0
+    told = labels.column(labels.select([np.arange(1000) < 10], ["few"], "many"), index, owned=True, text=True)
+    assert told.dtype == expected.dtype and told.iloc[0] == "few" and told.iloc[-1] == "many"

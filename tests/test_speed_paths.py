@@ -64,3 +64,29 @@ def test_missing_counters_message_is_the_per_kernel_one() -> None:
         assert got[label] == expected, label
     assert got.str.contains("flop_sp").all(), "a column the frame lacks is missing for every kernel"
     assert (missing_inputs(kernels, []) == "").all()
+
+
+def test_requested_sectors_without_efficiencies_are_the_general_forms_bits() -> None:
+    # no gld/gst_efficiency column (every ncu file): one array made, the bits of the general form, which an
+    # all-NaN efficiency column takes (+-0, NaN and inf sectors included)
+    from nvperf_bridge.counters import requested_sectors
+
+    values = [0.0, -0.0, np.nan, np.inf, 3.0, 1e300]
+    ld, st = (pd.Series(np.array([[a, b] for a in values for b in values])[:, i]) for i in (0, 1))
+    without = requested_sectors(pd.DataFrame(index=ld.index), ld, st)
+    general = requested_sectors(pd.DataFrame({"gld_efficiency": np.nan, "gst_efficiency": np.nan}, index=ld.index),
+                                ld, st)
+    assert without.dtype == general.dtype == np.float64
+    assert without.to_numpy().view(np.uint64).tolist() == general.to_numpy().view(np.uint64).tolist()
+
+
+def test_either_column_is_the_where_column_held_once_when_every_row_agrees() -> None:
+    from nvperf_bridge.labels import where
+    from nvperf_bridge.model import either_column
+
+    index = pd.RangeIndex(50)
+    for condition in (np.ones(50, dtype=bool), np.zeros(50, dtype=bool), np.arange(50) % 3 == 0):
+        got = either_column(pd.Series(condition), "yes", "no", index)
+        expected = pd.Series(where(condition, "yes", "no"), index=index, dtype="object")
+        assert got.dtype == expected.dtype == object
+        pd.testing.assert_series_equal(got, expected)
