@@ -347,7 +347,7 @@ def _run_models(
     # a column equal to one an earlier result holds is stored once (memory only: the same values)
     pool = ColumnPool()
     if geometry is not None:  # a model's detail equal to a geometry column (N, #Rep, active SMs) is stored as it
-        pool.offer(dict(geometry.columns))
+        pool.offer(geometry.made_columns())  # not the calculator's details no model has read (deferred: launch.py)
     beside = _start_beside(kernels, gpu, registry, wanted, options, timeout_s, isolate)
     runs: dict[str, ModelRun | None] = {}
     position = len(warnings)

@@ -30,16 +30,19 @@ counters to the papers' inputs"):
 ``analysis.run_models`` computes the geometry once (:func:`shared_geometry`) and
 every model's :func:`launch_geometry` call during that run returns the same
 object; a third-party plugin (or a call outside ``run_models``) gets a fresh
-computation. The module-level functions (``active_warps_per_sm``,
-``repetitions``, ...) are kept for plugins written against them and read the
-same geometry.
+computation. On a large frame the occupancy calculator runs once per launch
+shape, and its details that the geometry does not compute with (the limiter,
+each resource's block limit, the allocations) are taken back to every launch
+when first read (:class:`GeometryColumns`). The module-level functions
+(``active_warps_per_sm``, ``repetitions``, ...) are kept for plugins written
+against them and read the same geometry.
 """
 
 from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -51,7 +54,7 @@ from nvperf_bridge.column_pool import compact
 from nvperf_bridge.columns import GEOMETRY_INPUT_COLUMNS
 from nvperf_bridge.gpu import GpuProfile
 from nvperf_bridge.model import column_or_nan
-from nvperf_bridge.occupancy import frame_occupancy_arrays
+from nvperf_bridge.occupancy import frame_occupancy_shapes
 
 # Where N came from, per kernel.
 N_FROM_ACHIEVED = "achieved_occupancy"
@@ -71,19 +74,61 @@ GEOMETRY_COLUMNS = (
 )
 
 
+class GeometryColumns(Mapping[str, pd.Series]):
+    """The geometry's columns by name, in ``GEOMETRY_COLUMNS`` order. A deferred column (the occupancy
+    calculator's details on a large frame: its per-shape values taken back to every launch) is made on
+    its first read, once, under a lock (a model may run in a thread of its own): the models read a few
+    of them, and a million launches make each one 8 MB of new memory (speed only: the same values)."""
+
+    def __init__(self, made: dict[str, pd.Series], deferred: dict[str, Callable[[], pd.Series]] | None = None) -> None:
+        self._made = dict(made)
+        self._deferred = dict(deferred or {})
+        self._order = [name for name in GEOMETRY_COLUMNS if name in self._made or name in self._deferred]
+        self._order += [name for name in (*self._made, *self._deferred) if name not in self._order]
+        self._lock = threading.Lock()
+
+    def __getitem__(self, name: str) -> pd.Series:
+        found = self._made.get(name)
+        if found is not None:
+            return found
+        make = self._deferred.get(name)
+        if make is None:
+            raise KeyError(name)
+        with self._lock:
+            if name not in self._made:
+                self._made[name] = make()
+            return self._made[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._made or name in self._deferred
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def made(self) -> dict[str, pd.Series]:
+        """The columns made so far (every column not deferred, and the deferred ones read), without making
+        the others."""
+        with self._lock:
+            return {name: self._made[name] for name in self._order if name in self._made}
+
+
 @dataclass(frozen=True)
 class LaunchGeometry:
-    """Per-kernel launch geometry on one GPU profile: one Series per name of ``GEOMETRY_COLUMNS``,
-    each also an attribute (``geometry.active_warps_per_sm``); ``table`` is them as one DataFrame."""
+    """Per-kernel launch geometry on one GPU profile: one Series per name of ``GEOMETRY_COLUMNS``
+    (``columns``, a ``GeometryColumns``), each also an attribute (``geometry.active_warps_per_sm``);
+    ``table`` is them as one DataFrame."""
 
-    columns: dict[str, pd.Series]
+    columns: Mapping[str, pd.Series]
     index: pd.Index
     gpu_id: str
 
     @functools.cached_property
     def table(self) -> pd.DataFrame:
         """Every column as one DataFrame (built on first use: the models read single columns)."""
-        return pd.DataFrame(self.columns, index=self.index)
+        return pd.DataFrame(dict(self.columns), index=self.index)
 
     def __getattr__(self, name: str) -> pd.Series:
         columns = self.__dict__.get("columns")
@@ -91,13 +136,26 @@ class LaunchGeometry:
             return columns[name]
         raise AttributeError(name)
 
+    def made_columns(self) -> dict[str, pd.Series]:
+        """The columns made so far, without making a deferred one (``GeometryColumns.made``)."""
+        columns = self.columns
+        return columns.made() if isinstance(columns, GeometryColumns) else dict(columns)
+
 
 def compute_geometry(kernels: pd.DataFrame, gpu: GpuProfile) -> LaunchGeometry:
     """The launch geometry of every kernel of ``kernels`` on ``gpu`` (see the module docstring)."""
     index = kernels.index
-    # the calculator's arrays are new: wrapped, not copied (its texts as pd.Series(values) stores them, without
-    # pandas' check of every value: labels.column)
-    occ = {name: labels.column(values, index, owned=True) for name, values in frame_occupancy_arrays(kernels, gpu).items()}
+    per_shape, inverse = frame_occupancy_shapes(kernels, gpu)
+
+    def occupancy_column(name: str) -> pd.Series:
+        # the calculator's arrays are new: wrapped, not copied (its texts as pd.Series(values) stores them, without
+        # pandas' check of every value: labels.column)
+        values = per_shape[name] if inverse is None else per_shape[name][inverse]
+        return labels.column(values, index, owned=True)
+
+    # the calculator's columns the geometry computes with, now; its other details (the limiter, each resource's
+    # block limit) as the models and reports read them (GeometryColumns: deferred where its values are per shape)
+    occ = {name: occupancy_column(name) for name in ("warps_per_block", "theoretical_blocks_per_sm")}
     grid = column_or_nan(kernels, "grid_blocks").where(lambda g: g > 0)
     wpb = occ["warps_per_block"]
     max_warps = float(gpu.max_warps_per_sm)
@@ -134,12 +192,6 @@ def compute_geometry(kernels: pd.DataFrame, gpu: GpuProfile) -> LaunchGeometry:
         "total_warps": total_warps,
         "active_sms": active_sms,
         "theoretical_blocks_per_sm": occ["theoretical_blocks_per_sm"],
-        "theoretical_warps_per_sm": occ["theoretical_warps_per_sm"],
-        "theoretical_occupancy_calc": occ["theoretical_occupancy"],
-        "occupancy_limiter": occ["occupancy_limiter"],
-        "occupancy_limiters": occ["occupancy_limiters"],
-        "occupancy_invalid_reason": occ["occupancy_invalid_reason"],
-        "occupancy_missing_inputs": occ["occupancy_missing_inputs"],
         "resident_blocks_per_sm": resident_blocks,
         "warps_per_sm": warps_per_sm,
         "active_warps_per_sm": n,
@@ -148,9 +200,18 @@ def compute_geometry(kernels: pd.DataFrame, gpu: GpuProfile) -> LaunchGeometry:
         "repetitions": repetitions,
         "waves": waves,
         "full_waves": np.ceil(waves),
-        **{name: occ[name] for name in _CALCULATOR_COLUMNS},
     }.items()}
-    return LaunchGeometry(columns, index, gpu.id)
+    # the calculator's details: column name -> its name among the calculator's arrays
+    details = {"theoretical_warps_per_sm": "theoretical_warps_per_sm",
+               "theoretical_occupancy_calc": "theoretical_occupancy", "occupancy_limiter": "occupancy_limiter",
+               "occupancy_limiters": "occupancy_limiters", "occupancy_invalid_reason": "occupancy_invalid_reason",
+               "occupancy_missing_inputs": "occupancy_missing_inputs", **{name: name for name in _CALCULATOR_COLUMNS}}
+    if inverse is None:  # every launch computed: its arrays are there already
+        columns.update({name: series(occupancy_column(source_name)) for name, source_name in details.items()})
+        return LaunchGeometry(GeometryColumns(columns), index, gpu.id)
+    deferred = {name: functools.partial(lambda source_name: series(occupancy_column(source_name)), source_name)
+                for name, source_name in details.items()}
+    return LaunchGeometry(GeometryColumns(columns, deferred), index, gpu.id)
 
 
 # ---- one geometry per frame during a run --------------------------------------
@@ -256,6 +317,6 @@ def repetitions(kernels: pd.DataFrame, gpu: GpuProfile) -> pd.Series:
     return launch_geometry(kernels, gpu).repetitions
 
 
-__all__ = ["GEOMETRY_COLUMNS", "LaunchGeometry", "active_blocks_per_sm", "active_sms", "active_warps_per_sm",
+__all__ = ["GEOMETRY_COLUMNS", "GeometryColumns", "LaunchGeometry", "active_blocks_per_sm", "active_sms", "active_warps_per_sm",
            "compute_geometry", "launch_geometry", "per_thread", "repetitions", "resource_blocks_per_sm",
            "shared_geometry", "total_warps", "warps_per_block"]

@@ -343,6 +343,15 @@ def frame_occupancy_arrays(kernels: pd.DataFrame, gpu: "GpuProfile") -> dict[str
     a large profile repeats a few launch shapes (a million launches of a training step: a few
     hundred): the calculator runs on the distinct shapes (rows of the same bits,
     ``distinct_rows``) and its arrays are taken back to every launch, the same values (speed only)."""
+    arrays, inverse = frame_occupancy_shapes(kernels, gpu)
+    return arrays if inverse is None else {name: values[inverse] for name, values in arrays.items()}
+
+
+def frame_occupancy_shapes(kernels: pd.DataFrame, gpu: "GpuProfile") -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+    """:func:`frame_occupancy_arrays` before its arrays are taken back to every launch: the calculator's
+    arrays per distinct launch shape and each launch's shape (``values[inverse]`` is a launch's column),
+    or the arrays of every launch and None where the calculator ran on every launch (a small frame,
+    many shapes). A caller that needs a column for a few launches, or not at all, takes only that."""
     columns = (_column(kernels, "block_threads"), _column(kernels, "registers_per_thread"),
                _column(kernels, "shared_mem_per_block_bytes"))
     limits = limits_for_profile(gpu)
@@ -353,9 +362,8 @@ def frame_occupancy_arrays(kernels: pd.DataFrame, gpu: "GpuProfile") -> dict[str
         inputs = [_as_array(values, n) for values in columns]
         shapes = distinct_rows(inputs)
         if len(shapes.first) <= n // 4:
-            per_shape = occupancy_arrays(*(values[shapes.first] for values in inputs), limits)
-            return {name: values[shapes.inverse] for name, values in per_shape.items()}
-    return occupancy_arrays(*columns, limits, index=kernels.index)
+            return occupancy_arrays(*(values[shapes.first] for values in inputs), limits), shapes.inverse
+    return occupancy_arrays(*columns, limits, index=kernels.index), None
 
 
 def frame_occupancy(kernels: pd.DataFrame, gpu: "GpuProfile", *, shared_mem_config_bytes: Any = None) -> pd.DataFrame:
@@ -368,4 +376,4 @@ def frame_occupancy(kernels: pd.DataFrame, gpu: "GpuProfile", *, shared_mem_conf
 
 
 __all__ = ["LIMITERS", "OCCUPANCY_COLUMNS", "SmLimits", "cc_limits", "cc_table", "frame_occupancy",
-           "frame_occupancy_arrays", "limits_for_profile", "occupancy", "occupancy_arrays"]
+           "frame_occupancy_arrays", "frame_occupancy_shapes", "limits_for_profile", "occupancy", "occupancy_arrays"]

@@ -137,3 +137,28 @@ def test_a_run_inside_a_shared_block_reuses_its_geometry(gpu, monkeypatch) -> No
             assert runs[model_id].result is not None, runs[model_id].failure
         assert launch_geometry(k, gpu) is outer  # the inner blocks left the outer one in place
     assert len(calls) == 1
+
+
+def test_the_calculators_details_are_made_when_read_with_the_values_of_every_launch(gpu) -> None:
+    # a large frame of few launch shapes: the calculator runs per shape and its details (the limiter, each
+    # resource's block limit) are taken back to every launch when first read, with the values a frame of
+    # one row per shape gives each of its launches
+    from nvperf_bridge.occupancy import DISTINCT_SHAPES_FROM
+
+    shapes = pd.DataFrame({"grid_blocks": [1000.0, 4.0, 96.0], "block_threads": [256.0, 1024.0, 96.0],
+                           "registers_per_thread": [32.0, 255.0, 64.0],
+                           "shared_mem_per_block_bytes": [0.0, 49152.0, 1024.0],
+                           "achieved_occupancy": [0.24, np.nan, 0.5]})
+    pick = np.random.default_rng(2).integers(0, 3, DISTINCT_SHAPES_FROM + 10)
+    k = shapes.iloc[pick].reset_index(drop=True)
+    g = compute_geometry(k, gpu)
+    deferred = {"occupancy_limiter", "occupancy_limiters", "blocks_limit_registers", "theoretical_occupancy_calc"}
+    assert not deferred & set(g.made_columns())
+    assert list(g.columns) == list(launch.GEOMETRY_COLUMNS) and list(g.table.columns) == list(launch.GEOMETRY_COLUMNS)
+    assert deferred <= set(g.made_columns())  # the table read them
+    each = compute_geometry(shapes, gpu)  # fewer rows than DISTINCT_SHAPES_FROM: every row computed
+    for name in launch.GEOMETRY_COLUMNS:
+        got, expected = g.columns[name], each.columns[name].iloc[pick].reset_index(drop=True)
+        assert got.dtype == expected.dtype, name
+        assert got.tolist() == expected.tolist() or np.array_equal(got.to_numpy(), expected.to_numpy(),
+                                                                   equal_nan=True), name
