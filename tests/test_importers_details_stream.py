@@ -258,3 +258,22 @@ def test_first_rows_are_where_each_code_is_first_met() -> None:
         codes, _distinct = pd.factorize(values, sort=False)
         expected = np.unique(codes, return_index=True)[1]
         assert ncu_details._first_rows(codes).tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("column, gives_up", [("b", True), ("c", False)])
+def test_a_value_not_utf8_in_a_column_read_sends_the_table_to_pandas(tmp_path: Path, column: str,
+                                                                     gives_up: bool) -> None:
+    # the reader leaves the UTF-8 check to the decoding of each distinct value: a value that is not UTF-8 in a
+    # column it reads still makes it give up (pandas' parser then reads the table), one in a column it skips not
+    from nvperf_bridge.importers import coded
+
+    rows = [["1", "x", "p"], ["2", "y", "q"], ["3", "x", "r"]]
+    data = b"".join(b",".join(f'"{field}"'.encode() for field in row) + b"\n" for row in rows)
+    bad = data.replace(b'"q"', b'"\xff\xfe"') if column == "c" else data.replace(b'"y"', b'"\xff\xfe"')
+    path = tmp_path / "table.csv"
+    path.write_bytes(bad)
+    read = coded.read_arrow_table(path, 0, len(bad), ["a", "b", "c"], ["a", "b"], 3)
+    assert (read is None) == gives_up
+    if read is not None:
+        columns, n_rows = read
+        assert n_rows == 3 and columns["b"].values().tolist() == ["x", "y", "x"]
