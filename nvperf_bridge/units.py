@@ -112,8 +112,18 @@ def convert(values: "pd.Series", units: "pd.Series") -> tuple["pd.Series", "pd.S
 def convert_coded(values: "pd.Series", distinct: list[str], codes: "np.ndarray") -> tuple["pd.Series", "pd.Series", set[str]]:
     """``convert`` with the units given as codes: ``distinct`` unit strings and, per value, a position
     among them (-1: no unit). Only the units some value has are looked up (and can be unknown)."""
-    import numpy as np
     import pandas as pd
+
+    factors, bases, unknown = unit_factors(distinct, codes)
+    converted = pd.Series(values.to_numpy(dtype="float64") * factors[codes], index=values.index)
+    return converted, pd.Series(bases[codes], index=values.index), unknown
+
+
+def unit_factors(distinct: list[str], codes: "np.ndarray") -> tuple["np.ndarray", "np.ndarray", set[str]]:
+    """Per unit of ``distinct`` (and a last slot for no unit, code -1): the factor to its base unit and the
+    base (object array of text; "?" with factor 1 for an unknown unit), and the unknown units. Only the
+    units some code names are looked up."""
+    import numpy as np
 
     factors = np.ones(len(distinct) + 1)
     bases = np.full(len(distinct) + 1, "count", dtype=object)  # the last slot: no unit
@@ -127,8 +137,7 @@ def convert_coded(values: "pd.Series", distinct: list[str], codes: "np.ndarray")
             factors[i], bases[i] = 1.0, "?"
         else:
             factors[i], bases[i] = found
-    converted = pd.Series(values.to_numpy(dtype="float64") * factors[codes], index=values.index)
-    return converted, pd.Series(bases[codes], index=values.index), unknown
+    return factors, bases, unknown
 
 
 def parse_cells(values: "pd.Series", unit: str = "") -> tuple["pd.Series", "pd.Series", set[str], "pd.Series"]:

@@ -233,9 +233,47 @@ def test_a_metrics_unit_kind_is_the_one_most_of_its_values_have_ties_to_the_firs
             kind = rng.choice(kinds[:int(rng.integers(1, 6))], len(metric))
             expected = (pd.DataFrame({"m": metric, "b": kind}).value_counts(sort=True).reset_index()
                         .drop_duplicates("m").set_index("m")["b"])
-            found = ncu_details._main_kinds(metric, kind, n_metric)
-            assert found.dtype == expected.dtype
-            assert found.sort_index().to_dict() == expected.sort_index().to_dict()
-    tie = ncu_details._main_kinds(np.array([0, 0, 0, 0, 1]), np.array(["second", "byte", "byte", "second", "count"],
-                                                                      dtype=object), 3)
-    assert tie.to_dict() == {0: "second", 1: "count"}  # metric 2 has no value: no kind
+            found = _main_kinds_as_text(metric, kind, n_metric)
+            assert found == expected.sort_index().to_dict()
+    tie = _main_kinds_as_text(np.array([0, 0, 0, 0, 1]), np.array(["second", "byte", "byte", "second", "count"],
+                                                                   dtype=object), 3)
+    assert tie == {0: "second", 1: "count"}  # metric 2 has no value: no kind
+
+
+def _main_kinds_as_text(metric: np.ndarray, kind: np.ndarray, n_metric: int) -> dict[int, str]:
+    """``ncu_details._main_kinds`` on the kinds' codes (as the importer codes them: a code per distinct text,
+    in order of first appearance), read back as {metric: kind text} for the metrics with a value."""
+    codes, names = pd.factorize(kind, sort=False)
+    found = ncu_details._main_kinds(metric, codes, n_metric, len(names))
+    assert found.shape == (n_metric,)
+    return {m: names[k] for m, k in enumerate(found.tolist()) if k >= 0}
+
+
+def test_first_rows_are_where_each_code_is_first_met() -> None:
+    # _first_rows finds a launch's first row without np.unique's sort, for codes numbered in order of first
+    # appearance (pd.factorize, sort=False): the same positions, in code order
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        values = rng.integers(0, int(rng.integers(1, 50)), int(rng.integers(0, 200)))
+        codes, _distinct = pd.factorize(values, sort=False)
+        expected = np.unique(codes, return_index=True)[1]
+        assert ncu_details._first_rows(codes).tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("column, gives_up", [("b", True), ("c", False)])
+def test_a_value_not_utf8_in_a_column_read_sends_the_table_to_pandas(tmp_path: Path, column: str,
+                                                                     gives_up: bool) -> None:
+    # the reader leaves the UTF-8 check to the decoding of each distinct value: a value that is not UTF-8 in a
+    # column it reads still makes it give up (pandas' parser then reads the table), one in a column it skips not
+    from nvperf_bridge.importers import coded
+
+    rows = [["1", "x", "p"], ["2", "y", "q"], ["3", "x", "r"]]
+    data = b"".join(b",".join(f'"{field}"'.encode() for field in row) + b"\n" for row in rows)
+    bad = data.replace(b'"q"', b'"\xff\xfe"') if column == "c" else data.replace(b'"y"', b'"\xff\xfe"')
+    path = tmp_path / "table.csv"
+    path.write_bytes(bad)
+    read = coded.read_arrow_table(path, 0, len(bad), ["a", "b", "c"], ["a", "b"], 3)
+    assert (read is None) == gives_up
+    if read is not None:
+        columns, n_rows = read
+        assert n_rows == 3 and columns["b"].values().tolist() == ["x", "y", "x"]

@@ -130,8 +130,11 @@ def read_arrow_table(path: Path, data_start: int, end: int, header: list[str], i
     pieces: dict[str, list[tuple[Any, np.ndarray]]] = {name: [] for name in read_names}
     valid = 0
     try:
+        # UTF-8 is checked once per distinct value (``_decode``), not in every row's field: the same bytes
+        # either way, and a value that is not UTF-8 still sends the table to pandas' parser
         reader = pa_csv.open_csv(source, read_options=read_options, parse_options=parse_options,
-                                 convert_options=_text_columns(pa_csv, read_names, text_type), memory_pool=memory_pool())
+                                 convert_options=_text_columns(pa_csv, read_names, text_type, check_utf8=False),
+                                 memory_pool=memory_pool())
         for batch in reader:
             valid += batch.num_rows
             for name in read_names:
@@ -169,7 +172,8 @@ def read_arrow_table(path: Path, data_start: int, end: int, header: list[str], i
                                         if others is not None else [])
         decoded = _decode(parts, pa)
         if decoded is None:
-            return None  # a line break inside a value: the stream's end-of-table rule reads lines, not rows
+            return None  # a line break inside a value (the stream's end-of-table rule reads lines, not rows),
+            # or a value that is not UTF-8
         distinct, codes = decoded
         if n_other or name not in read_names:  # a column past the rows' width is missing where no wider row fills it
             merged = np.full(rows, -1, dtype=codes.dtype)
@@ -188,12 +192,13 @@ def read_arrow_table(path: Path, data_start: int, end: int, header: list[str], i
     return columns, rows
 
 
-def _text_columns(pa_csv, names: list[str], text_type):
+def _text_columns(pa_csv, names: list[str], text_type, check_utf8: bool = True):
     """Convert options: ``names`` as dictionary-encoded text, empty fields missing (as pandas'
-    ``na_values=[""]`` reads them, quoted or not)."""
+    ``na_values=[""]`` reads them, quoted or not); ``check_utf8`` False leaves the UTF-8 check to the
+    caller (``_decode`` checks each distinct value once)."""
     return pa_csv.ConvertOptions(include_columns=names, column_types={name: text_type for name in names},
                                  null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=True,
-                                 check_utf8=True)
+                                 check_utf8=check_utf8)
 
 
 def _other_rows(rows: list[tuple[int, str, int]], header: list[str], names: list[str], text_type):
@@ -227,14 +232,19 @@ def _local_codes(chunk) -> tuple[Any, np.ndarray]:
 
 def _decode(parts: list[tuple[Any, np.ndarray]], pa) -> tuple[np.ndarray, np.ndarray] | None:
     """The chunks of one column (``_local_codes``, in row order) -> (distinct values as str in order of first
-    appearance, codes per row with -1 for missing); None when a value holds a line break. The chunks'
-    dictionaries, concatenated in order and encoded, give each chunk's values their positions among all of
-    them (as ``unify_dictionaries`` orders them: a value first met in a later chunk comes after)."""
+    appearance, codes per row with -1 for missing); None when a value holds a line break or is not UTF-8.
+    The chunks' dictionaries, concatenated in order and encoded, give each chunk's values their positions among
+    all of them (as ``unify_dictionaries`` orders them: a value first met in a later chunk comes after)."""
     import pyarrow.compute as pc
 
     if not parts:
         return np.empty(0, dtype=object), np.empty(0, dtype=np.intp)
-    encoded = pc.dictionary_encode(pa.concat_arrays([dictionary for dictionary, _ in parts]))
+    every = pa.concat_arrays([dictionary for dictionary, _ in parts])
+    try:
+        every.validate(full=True)  # each value UTF-8 (the reader leaves that check to here: ``read_arrow_table``)
+    except pa.ArrowInvalid:
+        return None
+    encoded = pc.dictionary_encode(every)
     distinct = encoded.dictionary
     if len(distinct) and pc.any(pc.match_substring(distinct, "\n")).as_py():
         return None

@@ -38,7 +38,7 @@ from nvperf_bridge.importers.text import (
     unparsed,
 )
 from nvperf_bridge.kernelframe import InputFile
-from nvperf_bridge.units import convert_coded
+from nvperf_bridge.units import unit_factors
 
 FORMAT = "ncu-details"
 
@@ -200,7 +200,7 @@ def _from_coded(path: Path, table: dict[str, coded.Coded], n_rows: int, header_l
 
     launch_codes, launch_ids = _launches(table)
     n_launch = len(launch_ids)
-    first = np.unique(launch_codes, return_index=True)[1]  # identity: every launch, from all rows
+    first = _first_rows(launch_codes)  # identity: every launch, from all rows
     first_values = {name: table[name].values(first) for name in IDENTITY if name in table}
     # "(16, 8, 1)" -> 128, once per distinct text
     shapes = {name: np.append(tuple_product(pd.Series(table[name].distinct, dtype=object)).to_numpy(dtype="float64"),
@@ -223,29 +223,33 @@ def _from_coded(path: Path, table: dict[str, coded.Coded], n_rows: int, header_l
     value = table["Metric Value"]
     distinct_text = pd.Series(value.distinct, dtype=object, copy=False)
     distinct_numbers = parse_numbers(distinct_text)
-    numbers = pd.Series(np.append(distinct_numbers.to_numpy(dtype="float64"), np.nan)[value.codes])
+    numbers = np.append(distinct_numbers.to_numpy(dtype="float64"), np.nan)[value.codes]
     units = table["Metric Unit"]
-    values, bases, unknown_units = convert_coded(numbers, [str(u) for u in units.distinct], units.codes)
+    # each unit's factor to its base and the base (its kind), looked up once per unit (the last slot: no unit)
+    factors, unit_bases, unknown_units = unit_factors([str(u) for u in units.distinct], units.codes)
+    values = numbers * factors[units.codes]  # what ``units.convert_coded`` gives
     if unknown_units:
         info.notes.append(f"unknown units kept unconverted: {', '.join(sorted(unknown_units))}")
     not_numeric = np.append(unparsed(distinct_text, distinct_numbers).to_numpy(), False)[value.codes]
     # one metric, one kind of unit: the kind most of its values have; a value in a unit of another
-    # kind (a duration in bytes, an unknown unit among known ones) cannot be converted, so it is missing
-    base_of_row = bases.to_numpy()
-    present = values.notna().to_numpy()
-    main_kind = _main_kinds(metric_codes[present], base_of_row[present], n_metric)
-    row_kind = main_kind.reindex(metric_codes).to_numpy()
-    other_kind = present & pd.notna(row_kind) & (base_of_row != row_kind)
+    # kind (a duration in bytes, an unknown unit among known ones) cannot be converted, so it is missing.
+    # Kinds are compared as codes (a code per distinct base text), never as a text per row.
+    unit_kind, kind_names = pd.factorize(unit_bases, sort=False)
+    kind_of_row = unit_kind[units.codes]
+    present = ~np.isnan(values)
+    main_kind = _main_kinds(metric_codes[present], kind_of_row[present], n_metric, len(kind_names))
+    row_kind = main_kind[metric_codes]
+    other_kind = present & (row_kind >= 0) & (kind_of_row != row_kind)
     if other_kind.any():
         first_bad = int(np.flatnonzero(other_kind)[0])
         unit = table["Metric Unit"].values(np.array([first_bad]))[0]
         info.notes.append(
             f"{int(other_kind.sum())} values in a unit of another kind than the rest of their metric kept as missing "
             f"(first at line {int(lines[first_bad])}: {metric_names[metric_codes[first_bad]]} in {unit!r})")
-        values = values.mask(pd.Series(other_kind, index=values.index))
+        values = np.where(other_kind, np.nan, values)
 
     grid = np.full((n_launch, n_metric), np.nan)
-    grid[launch_codes, metric_codes] = values.to_numpy()
+    grid[launch_codes, metric_codes] = values
     wide = pd.DataFrame(grid, columns=list(metric_names))
     text_metrics = np.unique(metric_codes[not_numeric])
     for code in text_metrics:
@@ -254,9 +258,11 @@ def _from_coded(path: Path, table: dict[str, coded.Coded], n_rows: int, header_l
         column = np.full(n_launch, None, dtype=object)
         column[launch_codes[rows]] = value.values(rows)
         wide[metric_names[code]] = column
-    kinds_by_code = pd.Series(base_of_row[np.unique(metric_codes, return_index=True)[1]])
-    kinds_by_code.update(main_kind)
-    kinds = {metric_names[c]: k for c, k in kinds_by_code.items()}
+    # a metric's kind: its values' main kind, or where it has no value the kind of its first row's unit
+    kind_of_metric = main_kind.copy()
+    for code in np.flatnonzero(kind_of_metric < 0):
+        kind_of_metric[code] = kind_of_row[int(np.argmax(metric_codes == code))]
+    kinds = {metric_names[c]: kind_names[k] for c, k in enumerate(kind_of_metric.tolist())}
 
     ident = pd.DataFrame(index=range(n_launch))
     for column, target in IDENTITY.items():
@@ -282,23 +288,30 @@ def _from_coded(path: Path, table: dict[str, coded.Coded], n_rows: int, header_l
     return parsed
 
 
-def _main_kinds(metric_codes: np.ndarray, kinds: np.ndarray, n_metric: int) -> pd.Series:
-    """Each metric's kind of unit (base unit text, indexed by metric code; metrics without a value left out):
-    the kind most of its values have, a tie going to the kind met first (what ``DataFrame.value_counts``
-    of the (metric, kind) pairs, sorted stably by count, keeps first). Counted on codes (speed only:
-    value_counts grouped 370,000 object rows on the 10k-launch page)."""
-    kind_codes, kind_names = pd.factorize(kinds, sort=False)
-    pair = metric_codes.astype(np.int64) * max(len(kind_names), 1) + kind_codes
-    shape = (n_metric, max(len(kind_names), 1))
+def _first_rows(codes: np.ndarray) -> np.ndarray:
+    """Where each code is first met, in code order, for codes numbered in order of first appearance (as
+    ``pd.factorize(..., sort=False)`` numbers them): ``np.unique(codes, return_index=True)[1]`` without a sort
+    (a row is a code's first exactly where its code exceeds every code before it)."""
+    if not len(codes):
+        return np.empty(0, dtype=np.intp)
+    before = np.maximum.accumulate(codes)
+    return np.flatnonzero(np.concatenate(([True], codes[1:] > before[:-1])))
+
+
+def _main_kinds(metric_codes: np.ndarray, kind_codes: np.ndarray, n_metric: int, n_kinds: int) -> np.ndarray:
+    """Each metric's kind of unit (a kind code, ``kind_codes`` being each value's, 0 to ``n_kinds`` - 1;
+    -1 for a metric without a value): the kind most of its values have, a tie going to the kind met first
+    (what ``DataFrame.value_counts`` of the (metric, kind) pairs, sorted stably by count, keeps first).
+    Counted on codes (speed only: value_counts grouped 370,000 object rows on the 10k-launch page)."""
+    pair = metric_codes.astype(np.int64) * max(n_kinds, 1) + kind_codes
+    shape = (n_metric, max(n_kinds, 1))
     counts = np.bincount(pair, minlength=shape[0] * shape[1]).reshape(shape)
     first = np.full(shape[0] * shape[1], len(pair), dtype=np.int64)
     np.minimum.at(first, pair, np.arange(len(pair)))  # where each (metric, kind) pair is first met
     first = first.reshape(shape)
     most = counts == counts.max(axis=1, keepdims=True)
     chosen = np.where(most & (counts > 0), first, len(pair) + 1).argmin(axis=1)
-    has_values = np.flatnonzero(counts.sum(axis=1) > 0)
-    return pd.Series(np.asarray(kind_names, dtype=object)[chosen[has_values]], index=pd.Index(has_values, name="m"),
-                     name="b")
+    return np.where(counts.sum(axis=1) > 0, chosen, -1)
 
 
 def _take_rows(table: dict[str, coded.Coded], rows: np.ndarray, columns: Iterable[str]) -> None:
