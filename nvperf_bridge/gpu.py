@@ -23,10 +23,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from nvperf_bridge.errors import ProfileError, UsageError
-from nvperf_bridge.yaml_io import safe_load
+from nvperf_bridge.yaml_io import safe_load, yaml_error
 
 SCHEMA_VERSION = 1
 
@@ -330,7 +328,7 @@ def load_profile_file(path: str | Path) -> GpuProfile:
         raise ProfileError(f"cannot read profile: {exc.strerror or exc}", path=path) from None
     try:
         data = safe_load(text)
-    except yaml.YAMLError as exc:
+    except yaml_error() as exc:  # evaluated only when parsing failed: PyYAML is imported by then
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         raise ProfileError(f"not valid YAML: {getattr(exc, 'problem', exc)}", path=where) from None

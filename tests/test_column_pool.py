@@ -19,6 +19,13 @@ from nvperf_bridge.registry import load_registry
 from nvperf_bridge.text_storage import python_text
 
 
+@pytest.fixture(autouse=True)
+def share_small_results(monkeypatch) -> None:
+    """These files have a few dozen kernels: the pool shares results of any size here (by default it
+    leaves results under ``SHARE_MIN_ROWS`` rows as they are, ``test_small_results_are_kept_as_made``)."""
+    monkeypatch.setattr(column_pool, "SHARE_MIN_ROWS", 0)
+
+
 @pytest.fixture
 def kernels(realdata_dir: Path) -> pd.DataFrame:
     corpus = realdata_dir / "magus-corpus"
@@ -142,3 +149,21 @@ def test_repeated_keeps_dtype_bits_and_name_and_refuses_what_it_cannot_hold() ->
     if importlib.util.find_spec("pyarrow") is not None and pd.get_option("mode.string_storage") == "auto":
         with pd.option_context("mode.string_storage", "pyarrow"):  # Arrow-backed text holds every value
             assert column_pool.repeated(pd.Series(["text"]).astype(str), index) is None
+
+
+def test_small_results_are_kept_as_made(kernels, monkeypatch) -> None:
+    """Under ``SHARE_MIN_ROWS`` rows a result is left as the model made it (its first touch costs less than
+    the comparisons), and reads the same as a shared one."""
+    gpu = resolve_profile("gtx-1080-ti")
+    registry = load_registry()
+    shared, _ = run_models(kernels, gpu, registry)
+    monkeypatch.setattr(column_pool, "SHARE_MIN_ROWS", len(kernels) + 1)
+    pool = column_pool.ColumnPool()
+    frame = shared["hong-kim"].result.copy()
+    other = frame.copy()
+    assert pool.share(frame, other) is frame and pool.shared[0] is other
+    pool.offer({"x": frame.iloc[:, 0]})
+    assert not pool._columns
+    alone, _ = run_models(kernels, gpu, registry)
+    for mid, run in shared.items():
+        pd.testing.assert_frame_equal(alone[mid].result, run.result, check_exact=True)

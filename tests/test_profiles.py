@@ -346,6 +346,32 @@ def test_importing_gpu_module_does_not_import_pandas(tmp_path: Path) -> None:
     assert subprocess.run([sys.executable, "-c", code], check=False, cwd=tmp_path).returncode == 0
 
 
+def test_shipped_yaml_table_is_current() -> None:
+    """data/shipped_yaml.jsonl holds every shipped YAML document as it parses today: a changed profile
+    is rewritten with `python -m nvperf_bridge.yaml_io --write` (a stale line is never used, only slower)."""
+    from nvperf_bridge import yaml_io
+
+    table = (REPO / "nvperf_bridge" / "data" / yaml_io.SHIPPED_TABLE).read_text(encoding="utf-8").splitlines()
+    assert table == yaml_io.shipped_table_lines()
+    assert len(table) == len(yaml_io.shipped_yaml_files())  # every shipped document round-trips through JSON
+
+
+def test_shipped_yaml_answers_as_a_parse_does(tmp_path: Path) -> None:
+    """A shipped text comes back from the table equal (types, key order) to its YAML parse, as a new copy
+    on every call; any other text (an edited profile) is parsed."""
+    from nvperf_bridge import yaml_io
+
+    text = PROFILE_FILES[0].read_text(encoding="utf-8")
+    first, second = yaml_io.safe_load(text), yaml_io.safe_load(text)
+    assert yaml_io.same_document(first, yaml.safe_load(text)) and first is not second
+    first["id"] = "changed"
+    assert yaml_io.safe_load(text)["id"] == PROFILE_FILES[0].stem
+    edited = text.replace("\nname:", "\nextra_note: 1.0\nname:", 1)
+    assert edited != text and yaml_io.safe_load(edited)["extra_note"] == 1.0
+    assert not yaml_io.same_document({"a": 1}, {"a": 1.0}) and not yaml_io.same_document({"a": 1, "b": 2}, {"b": 2, "a": 1})
+    assert yaml_io.same_document([float("nan")], [float("nan")]) and not yaml_io.same_document(0.0, -0.0)
+
+
 def test_profile_fields_schema_is_complete_for_sources() -> None:
     assert set(SOURCED_FIELDS) <= {k for k, (_, required) in PROFILE_FIELDS.items() if required}
 

@@ -1319,7 +1319,12 @@ def _workbook_frame(analysis: Analysis, figures: Sequence[Any] | None,
     tables.append(_write_table(wb, _inputs_sheet(analysis, large)))
     tables.append(_write_table(wb, _gpu_sheet(analysis)))
     tables.append(_write_table(wb, _notes_sheet(analysis, large)))
-    # figures still being drawn (a ``figures.PendingFigures``: the figure worker) are waited for only now
+    # figures still being drawn (a ``figures.PendingFigures``: the figure worker) are waited for only now,
+    # and every other sheet is finished first (its tail: conditional formats, print setup, drawing links),
+    # as saving would finish it, in the same order: that part of the save is then done while they are drawn
+    for ws in wb.worksheets:
+        if ws is not figures_sheet:
+            ws.close()
     drawn = figures.result() if hasattr(figures, "result") else figures
     _fill_figures(figures_sheet, list(drawn or ()))
     step("saving")
