@@ -18,6 +18,9 @@ NAMES = [
     # at the edges of the byte window read for the suffix and of Arrow's 12 inline bytes
     "k [" + "1" * 21 + "]", "k [" + "1" * 22 + "]", "k [" + "1" * 30 + "]", "abcdefghijkl [1]", "abcdefghijklm [1]",
     "abcdefghijk [1]", "éééééé [0012]", "ü€ [3]", "x" * 300 + " [42]",
+    # at the edges of the 8-byte word the digits are first read from
+    "k [1234567]", "k [12345678]", "k [123456789]", "[12345678]", "12345678]", " [1234567]", "k [x2345678]",
+    "k [1234567٣]", "kk [/:]",
 ]
 
 
