@@ -750,9 +750,12 @@ def _fit_selected(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced:
         candidates[form] = (mape if mape is not None else float("inf"), data, arrays)
     best = min(candidates, key=lambda f: candidates[f][0])  # ties keep the paper's additive form
     _, data, arrays = candidates[best]
+    selection = {f: (c[0] if np.isfinite(c[0]) else None) for f, c in candidates.items()}
+    # the other form's arrays are let go before the clustering's distance matrix is made (memory only)
+    del candidates, loo_ns
     _add_clusters(data, arrays, {**opts, **FORMS[best]}, rows)
     data["form"] = best
-    data["form_selection"] = {f: (c[0] if np.isfinite(c[0]) else None) for f, c in candidates.items()}
+    data["form_selection"] = selection
     return data, arrays
 
 

@@ -52,7 +52,7 @@ class Points:
             raise ValueError("array must not contain infs or NaNs")  # as kmeans2's check_finite says it
         self.squares = _sum_of_squares(self.points) if self.points.shape[1] >= BLAS_FEATURES else None
         self.columns = np.ascontiguousarray(self.points.T)  # each feature's values in a row of their own
-        self._repeated: dict[int, np.ndarray] = {}
+        self._repeated = np.empty((len(self.points), 0))  # squares_for's last answer
 
     def squares_for(self, k: int) -> np.ndarray | None:
         """Each point's sum of squares repeated for ``k`` centers, (n, k): ``nearest`` adds it to its (n, k)
@@ -60,9 +60,9 @@ class Points:
         the same additions of the same numbers)."""
         if self.squares is None:
             return None
-        if k not in self._repeated:
-            self._repeated[k] = np.repeat(self.squares, k).reshape(len(self.squares), k)
-        return self._repeated[k]
+        if self._repeated.shape[1] != k:  # Kerr's k go up one by one: only the last is kept
+            self._repeated = np.repeat(self.squares, k).reshape(len(self.squares), k)
+        return self._repeated
 
     def kmeans(self, seeding: Seeding, k: int, iterations: int = ITERATIONS) -> tuple[np.ndarray, np.ndarray]:
         """``kmeans`` on these points from the first ``k`` of ``seeding``'s k-means++ centers."""
