@@ -389,19 +389,22 @@ def _silhouette(points: np.ndarray, labels: np.ndarray, distances: np.ndarray | 
     return float(s.mean())
 
 
-def _kmeans(points: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, float]:
+def _kmeans(points: kmeans.Points, k: int, seedings: list[kmeans.Seeding]) -> tuple[np.ndarray, np.ndarray, float]:
     """Best of 5 seeded k-means++ runs: (centers, labels, inertia). Each run is scipy's
-    ``kmeans2(points, k, minit="++", seed=np.random.default_rng(seed + start))``, value for value (``kmeans``)."""
+    ``kmeans2(points, k, minit="++", seed=np.random.default_rng(seed + start))``, value for value (``kmeans``):
+    ``seedings[start]`` holds that generator's k-means++ centers, shared by every k (speed only)."""
     best: tuple[np.ndarray, np.ndarray, float] | None = None
-    for start in range(5):
-        centers, labels = kmeans.kmeans(points, k, np.random.default_rng(seed + start))
-        if len(np.unique(labels)) < k:
+    offsets = np.empty_like(points.points)  # each point minus its center, one buffer for the 5 runs (speed only)
+    for seeding in seedings:
+        centers, labels = points.kmeans(seeding, k)
+        if np.count_nonzero(np.bincount(labels, minlength=k)) < k:  # an empty cluster (labels are 0..k-1)
             continue
-        inertia = float(((points - centers[labels]) ** 2).sum())
+        np.subtract(points.points, centers[labels], out=offsets)
+        inertia = float(np.multiply(offsets, offsets, out=offsets).sum())  # ((points - centers[labels]) ** 2).sum()
         if best is None or inertia < best[2]:
             best = (centers, labels, inertia)
     if best is None:
-        return points.mean(axis=0, keepdims=True), np.zeros(len(points), dtype=int), float("nan")
+        return points.points.mean(axis=0, keepdims=True), np.zeros(len(points.points), dtype=int), float("nan")
     return best
 
 
@@ -427,8 +430,13 @@ def _clusters(scores: np.ndarray, max_clusters: int, seed: int, inverse: np.ndar
         points = scores if inverse is None else kernel_rows()
     best: tuple[float, int, np.ndarray] | None = None
     distances = None  # between the sampled points: the same for every k, computed once (speed only)
+    prepared = None  # the points with what every k-means run on them needs, made once (speed only)
+    seedings: list[kmeans.Seeding] = []  # one k-means++ start per seed, continued from k to k + 1 (speed only)
     for k in range(2, min(max_clusters, n // 5) + 1):
-        centers, labels, _ = _kmeans(points, k, seed)
+        if prepared is None:
+            prepared = kmeans.Points(points)
+            seedings = [kmeans.Seeding(np.random.default_rng(seed + start)) for start in range(5)]
+        centers, labels, _ = _kmeans(prepared, k, seedings)
         if len(centers) < k:
             continue
         if distances is None:
@@ -742,9 +750,12 @@ def _fit_selected(table: pd.DataFrame, t_ns: np.ndarray, gpu_id: str, coalesced:
         candidates[form] = (mape if mape is not None else float("inf"), data, arrays)
     best = min(candidates, key=lambda f: candidates[f][0])  # ties keep the paper's additive form
     _, data, arrays = candidates[best]
+    selection = {f: (c[0] if np.isfinite(c[0]) else None) for f, c in candidates.items()}
+    # the other form's arrays are let go before the clustering's distance matrix is made (memory only)
+    del candidates, loo_ns
     _add_clusters(data, arrays, {**opts, **FORMS[best]}, rows)
     data["form"] = best
-    data["form_selection"] = {f: (c[0] if np.isfinite(c[0]) else None) for f, c in candidates.items()}
+    data["form_selection"] = selection
     return data, arrays
 
 

@@ -38,37 +38,75 @@ def kmeans(points: np.ndarray, k: int, rng: np.random.Generator,
            iterations: int = ITERATIONS) -> tuple[np.ndarray, np.ndarray]:
     """(centers (k, m), labels (n,) int32) as ``kmeans2(points, k, iter=iterations, minit="++", rng=rng)``
     gives them for float64 ``points`` (n, m) of finite values."""
-    points = np.ascontiguousarray(points, dtype=np.float64)
-    if not np.isfinite(points).all():
-        raise ValueError("array must not contain infs or NaNs")  # as kmeans2's check_finite says it
-    centers = kmeans_plusplus(points, k, rng)
-    squares = _sum_of_squares(points) if points.shape[1] >= BLAS_FEATURES else None
-    columns = np.ascontiguousarray(points.T)  # each feature's values in a row of their own, for cluster_means
-    labels = None
-    for _ in range(iterations):
-        new_labels = nearest(points, centers, squares)
-        if labels is not None and np.array_equal(new_labels, labels):
-            break  # the same labels give the same centers: every later iteration repeats this one
-        labels = new_labels
-        centers = cluster_means(points, labels, centers, columns)
-    return centers, labels
+    return Points(points).kmeans(Seeding(rng), k, iterations)
+
+
+class Points:
+    """The points k-means runs on, with what every run on them needs computed once: their finite check,
+    each point's sum of squares (from ``BLAS_FEATURES`` features) and each feature's values contiguous (for
+    ``cluster_means``). Speed only: Kerr runs 25 k-means on the same points, the same numbers each time."""
+
+    def __init__(self, points: np.ndarray) -> None:
+        self.points = np.ascontiguousarray(points, dtype=np.float64)
+        if not np.isfinite(self.points).all():
+            raise ValueError("array must not contain infs or NaNs")  # as kmeans2's check_finite says it
+        self.squares = _sum_of_squares(self.points) if self.points.shape[1] >= BLAS_FEATURES else None
+        self.columns = np.ascontiguousarray(self.points.T)  # each feature's values in a row of their own
+        self._repeated = np.empty((len(self.points), 0))  # squares_for's last answer
+
+    def squares_for(self, k: int) -> np.ndarray | None:
+        """Each point's sum of squares repeated for ``k`` centers, (n, k): ``nearest`` adds it to its (n, k)
+        products element by element, where adding the (n,) sums broadcast is about twice as slow (speed only:
+        the same additions of the same numbers)."""
+        if self.squares is None:
+            return None
+        if self._repeated.shape[1] != k:  # Kerr's k go up one by one: only the last is kept
+            self._repeated = np.repeat(self.squares, k).reshape(len(self.squares), k)
+        return self._repeated
+
+    def kmeans(self, seeding: Seeding, k: int, iterations: int = ITERATIONS) -> tuple[np.ndarray, np.ndarray]:
+        """``kmeans`` on these points from the first ``k`` of ``seeding``'s k-means++ centers."""
+        centers = seeding.centers(self.points, k)
+        labels = None
+        for _ in range(iterations):
+            new_labels = nearest(self.points, centers, self.squares_for(k))
+            if labels is not None and np.array_equal(new_labels, labels):
+                break  # the same labels give the same centers: every later iteration repeats this one
+            labels = new_labels
+            centers = cluster_means(self.points, labels, centers, self.columns)
+        return centers, labels
+
+
+class Seeding:
+    """scipy's ``_kpp`` (k-means++, Arthur & Vassilvitskii 2007) drawn from ``rng``, kept so that a larger k
+    goes on from a smaller one's centers. Center i comes from the generator's i-th draw and the points'
+    distances to centers 0..i-1 alone, so the first k centers of a run for k' > k are those of a run for k
+    from a generator in the same state, number for number (speed only: Kerr seeds k = 2..6 from each seed,
+    where ``_kpp`` would draw each from a fresh generator and compute the same centers again)."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.drawn: list[np.ndarray] = []  # the centers so far, in order
+        self.least: np.ndarray | None = None  # each point's least squared distance to them (D2), from 2 on
+
+    def centers(self, points: np.ndarray, k: int) -> np.ndarray:
+        """The first ``k`` k-means++ centers among ``points`` (the same points on every call), (k, m)."""
+        while len(self.drawn) < k:
+            if not self.drawn:
+                index = self.rng.integers(len(points), dtype="int64")
+            else:
+                to_last = squared_distances(points, self.drawn[-1])
+                self.least = to_last if self.least is None else np.minimum(self.least, to_last)
+                with np.errstate(divide="ignore", invalid="ignore"):  # every point on a center: NaN, as in kmeans2
+                    cumulative = (self.least / self.least.sum()).cumsum()
+                index = int(np.searchsorted(cumulative, self.rng.uniform()))
+            self.drawn.append(points[index, :].copy())
+        return np.array(self.drawn[:k], dtype=np.float64).reshape(k, points.shape[1])
 
 
 def kmeans_plusplus(points: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     """scipy's ``_kpp``: k centers drawn from ``points`` (k-means++, Arthur & Vassilvitskii 2007)."""
-    centers = np.empty((k, points.shape[1]))
-    least = None  # each point's least squared distance to the centers so far (D2)
-    for i in range(k):
-        if i == 0:
-            index = rng.integers(len(points), dtype="int64")
-        else:
-            to_last = squared_distances(points, centers[i - 1])
-            least = to_last if least is None else np.minimum(least, to_last)
-            with np.errstate(divide="ignore", invalid="ignore"):  # every point on a center: NaN, as in kmeans2
-                cumulative = (least / least.sum()).cumsum()
-            index = int(np.searchsorted(cumulative, rng.uniform()))
-        centers[i, :] = points[index, :]
-    return centers
+    return Seeding(rng).centers(points, k)
 
 
 def squared_distances(points: np.ndarray, center: np.ndarray) -> np.ndarray:
@@ -83,7 +121,8 @@ def squared_distances(points: np.ndarray, center: np.ndarray) -> np.ndarray:
 
 def nearest(points: np.ndarray, centers: np.ndarray, squares: np.ndarray | None = None) -> np.ndarray:
     """Each point's nearest center (int32; the first of equally near ones), as scipy's ``_vq.vq`` finds it.
-    ``squares``: ``_sum_of_squares(points)`` when ``points`` has ``BLAS_FEATURES`` features or more."""
+    ``squares``: ``_sum_of_squares(points)`` when ``points`` has ``BLAS_FEATURES`` features or more, or
+    those repeated once per center, (n, k) (``Points.squares_for``: the same sums, added without broadcasting)."""
     if points.shape[1] < BLAS_FEATURES:
         distance = [squared_distances(points, center) for center in centers]
     else:
@@ -93,8 +132,8 @@ def nearest(points: np.ndarray, centers: np.ndarray, squares: np.ndarray | None 
         # dgemm's column-major (k, n) result read as its transpose: one row per point, no copy
         products = dgemm(-2.0, np.ascontiguousarray(centers).T, points.T, trans_a=1).T
         squares = _sum_of_squares(points) if squares is None else squares
-        products += squares[:, None]  # (M + |point|^2) + |center|^2, in _vq's order
-        products += _sum_of_squares(centers)[None, :]
+        products += squares[:, None] if squares.ndim == 1 else squares  # (M + |point|^2) + |center|^2, in _vq's order
+        products += _sum_of_squares(centers)
         if not np.isnan(products).any():  # without NaN, argmin's first least is the loop's below (speed only)
             return products.argmin(axis=1).astype(np.int32)
         distance = products.T
@@ -113,6 +152,7 @@ def cluster_means(points: np.ndarray, labels: np.ndarray, previous: np.ndarray,
     points keeps its center from ``previous``. ``columns``: ``points.T`` made contiguous, when the caller
     holds it (the same points for every iteration)."""
     k, m = previous.shape
+    labels = labels.astype(np.intp, copy=False)  # bincount's index type, converted once for its m + 1 calls
     counts = np.bincount(labels, minlength=k)
     columns = points.T if columns is None else columns
     sums = np.empty((k, m))

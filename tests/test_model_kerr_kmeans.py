@@ -50,6 +50,24 @@ def test_kmeans_equals_scipy_kmeans2(features: int) -> None:
         _assert_same(points, k, int(rng.integers(0, 1000)))
 
 
+@pytest.mark.parametrize("features", [2, 5])
+def test_kmeans_from_one_seeding_for_every_k_equals_scipy_kmeans2(features: int) -> None:
+    # Kerr seeds k = 2..6 from one generator per seed (kmeans.Seeding goes on from k to k + 1, and
+    # kmeans.Points keeps what every run on the same points needs): each k is kmeans2 from a fresh generator
+    rng = np.random.default_rng(10 + features)
+    for trial in range(4):
+        n = int(rng.integers(30, 2000))
+        points = np.round(rng.normal(size=(n, features)), 1) if trial % 2 else rng.normal(size=(n, features))
+        seed = int(rng.integers(0, 1000))
+        prepared, seeding = kmeans.Points(points), kmeans.Seeding(np.random.default_rng(seed))
+        for k in range(2, 8):
+            with blas_threads.one_thread():
+                expected_centers, expected_labels = _scipy(points, k, seed)
+                centers, labels = prepared.kmeans(seeding, k)
+            np.testing.assert_array_equal(centers, expected_centers)
+            np.testing.assert_array_equal(labels, expected_labels)
+
+
 def test_cluster_means_equal_scipys_and_an_empty_cluster_keeps_its_center() -> None:
     # an empty cluster is rare after a k-means++ start (none in 9,000 random small runs): its rule is tested on
     # the update step itself, against scipy's (kmeans2 sets an empty cluster's center back to the previous one)
