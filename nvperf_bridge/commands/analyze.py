@@ -55,6 +55,7 @@ def analyze_command(
 ) -> None:
     """Run the analytical models on every kernel and write a Markdown, JSON, CSV or Excel report."""
     from nvperf_bridge.errors import UsageError
+    from nvperf_bridge.importers import early_read
     from nvperf_bridge.reports.progress import Progress
     from nvperf_bridge.reports.render import format_for, report_outputs
     from nvperf_bridge.reports.write import check_writable, write_outputs
@@ -78,6 +79,8 @@ def analyze_command(
     # meanwhile and draws beside the rest, a large report's by one started once they are needed (below)
     figures = report_format == "xlsx" or (report_format == "md" and output is not None)
     worker = start_figure_worker(files) if figures else None  # first: its imports run beside pandas'
+    # a large trace's reader too: pyarrow parses it on the second core while pandas and the models import
+    early_read.start(files)
     try:
         with python_text():  # Python-backed pandas text, as without pyarrow (text_storage: cli leaves it
             # to this command, so that the figure worker above starts before pandas is imported)
@@ -96,6 +99,7 @@ def analyze_command(
             else:
                 write_outputs({path: data for path, data in outputs.items() if path is not None}, force=force)
     finally:
+        early_read.close_all()  # a reader the importer did not take (another path, or the run failed)
         if worker is not None:
             worker.close()
         progress.done()
