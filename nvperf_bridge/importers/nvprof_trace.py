@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge.errors import InputError
+from nvperf_bridge.importers import early_read, trace_reader
 from nvperf_bridge.importers.base import Parsed, count_reasons
 from nvperf_bridge.importers.canonical import to_parsed
 from nvperf_bridge.importers.sniff import Sniffed
@@ -37,7 +38,6 @@ from nvperf_bridge.importers.text import (
     table_at,
     unparsed,
 )
-from nvperf_bridge.importers import early_read, trace_reader
 from nvperf_bridge.importers.trace_reader import TEXT_COLUMNS as _TEXT_COLUMNS
 from nvperf_bridge.kernelframe import InputFile
 from nvperf_bridge.units import lookup
