@@ -4,6 +4,7 @@ open reader behind when it is not taken or could not open."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from pathlib import Path
 
@@ -24,9 +25,14 @@ def _analyze(capsys: pytest.CaptureFixture[str], *files: Path) -> str:
     return "\n".join(line for line in out.splitlines() if '"created"' not in line)
 
 
-def _left_threads() -> list[str]:
-    return [t.name for t in threading.enumerate()
-            if t.name in ("early-read-open", trace_reader.PARSE_THREAD) and t.is_alive()]
+def _all_closed() -> bool:
+    """No reader thread left, nothing held open, the interpreter's switch interval back to what it was."""
+    threads = [t.name for t in threading.enumerate()
+               if t.name in ("early-read-open", trace_reader.PARSE_THREAD) and t.is_alive()]
+    return not threads and not early_read._started and sys.getswitchinterval() == SWITCH_INTERVAL
+
+
+SWITCH_INTERVAL = sys.getswitchinterval()
 
 
 @pytest.fixture
@@ -48,7 +54,7 @@ def test_an_early_reader_is_taken_and_gives_the_same_report(realdata_dir: Path, 
     early = _analyze(capsys, metrics, trace)
     assert isinstance(taken[-1], trace_reader.TraceBatches), "the importer read the batches opened early"
     assert early == usual
-    assert not _left_threads() and not early_read._started
+    assert _all_closed()
 
 
 def test_a_reader_not_taken_is_closed(realdata_dir: Path, tmp_path: Path, capsys, monkeypatch, taken) -> None:
@@ -70,7 +76,7 @@ def test_a_reader_not_taken_is_closed(realdata_dir: Path, tmp_path: Path, capsys
     monkeypatch.setattr(early_read, "start", start_then_append)
     out = _analyze(capsys, metrics, copy)
     assert len(started) == 1 and taken == [None]
-    assert not _left_threads() and not early_read._started
+    assert _all_closed()
     monkeypatch.setattr(early_read, "start", lambda paths: None)
     assert _analyze(capsys, metrics, copy).replace(str(copy), "") == out.replace(str(copy), "")
 
@@ -99,18 +105,35 @@ def test_a_reader_that_fails_to_open_sends_the_importer_to_pandas(realdata_dir: 
     monkeypatch.setattr(early_read, "EARLY_MIN_BYTES", 0)
     early = _analyze(capsys, metrics, ragged)
     assert len(raised) == 1, "the early reader failed as it opened, and the importer was told"
-    assert not _left_threads() and not early_read._started
+    assert _all_closed()
     monkeypatch.setattr(early_read, "EARLY_MIN_BYTES", 1 << 40)
     assert _analyze(capsys, metrics, ragged) == early
 
 
-def test_nothing_is_opened_early_for_folders_small_files_or_other_layouts(realdata_dir: Path) -> None:
+def test_what_is_opened_early(realdata_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # only a large trace that this process reads itself: not a folder (its files are found later), not files
+    # that worker processes parse, not a small file, not another layout
+    from nvperf_bridge import discovery
+    from nvperf_bridge.commands.analyze import start_early_reads
+
     metrics, trace = _pair(realdata_dir)
-    early_read.start([trace.parent])  # a folder: its files are found later
-    early_read.start([trace])  # under EARLY_MIN_BYTES
-    early_read.start([metrics])
+    early_read.start([trace])
+    assert not early_read._started, "under EARLY_MIN_BYTES"
+    monkeypatch.setattr(early_read, "EARLY_MIN_BYTES", 0)
+    start_early_reads([metrics])
+    start_early_reads([trace.parent])
     assert not early_read._started
-    assert early_read._trace_plan(metrics) is None
+    other = tmp_path / "other_trace.csv"
+    other.write_bytes(trace.read_bytes())
+    monkeypatch.setattr(discovery, "IN_PROCESS_BYTES", 0)  # two traces of one size: a pool parses them
+    start_early_reads([trace, other])
+    assert not early_read._started
+    monkeypatch.undo()
+    monkeypatch.setattr(early_read, "EARLY_MIN_BYTES", 0)
+    start_early_reads([metrics, trace])
+    assert [plan.path for plan in early_read._started] == [str(trace.resolve())]
+    early_read.close_all()
+    assert _all_closed()
 
 
 def test_opening_early_imports_no_pandas() -> None:

@@ -65,16 +65,8 @@ class _Opening:
 
 
 def start(paths: Iterable[Path]) -> None:
-    """Open the reader of each large input this process will read itself, where its importer reads it
-    with one (an nvprof GPU trace); nothing for folders or a set of files that worker processes parse."""
-    from nvperf_bridge.discovery import parallel_pays
-
-    paths = list(paths)
-    try:
-        if not paths or not all(path.is_file() for path in paths) or parallel_pays(paths):
-            return
-    except OSError:
-        return
+    """Open the reader of each of ``paths`` (files this process will read itself) that is large and that
+    its importer reads with one (an nvprof GPU trace)."""
     for path in paths:
         plan = _trace_plan(path)
         if plan is None:
