@@ -17,8 +17,14 @@ MAGUS_PAIR = ("magus__metrics_rodinia_lud.csv", "magus__traces_rodinia_lud.csv")
 
 
 def _all_axes(fig):
-    """The figure's axes and their child axes (the Transit figure's top axis)."""
+    """The figure's axes and their child axes (a secondary axis, if any)."""
     return [a for ax in fig.axes for a in (ax, *ax.child_axes)]
+
+
+def _top_scale(ax, part):
+    """The texts of ``ax``'s top scale (the Transit figure's x = n - k axis, ``figure_layout.top_scale``):
+    part 'label' its tick labels, 'title' its title."""
+    return [t for t in ax.texts if t.get_gid() == f"top scale {part}"]
 
 
 def _tick_labels(fig, renderer):
@@ -32,6 +38,9 @@ def _tick_labels(fig, renderer):
                     every.add(id(label))
                     if label.get_visible() and label.get_text() and low - 1e-9 <= tick.get_loc() <= high + 1e-9:
                         drawn.append((label.get_text(), label.get_window_extent(renderer)))
+        for label in _top_scale(ax, "label"):  # tick labels too, drawn as plain texts
+            every.add(id(label))
+            drawn.append((label.get_text(), label.get_window_extent(renderer)))
     return drawn, every
 
 
@@ -54,6 +63,7 @@ def _check_layout(fig) -> None:
     framed = [(ax.title.get_text(), ax.title.get_window_extent(renderer)) for ax in axes if ax.title.get_text()]
     framed += [(a.label.get_text(), a.label.get_window_extent(renderer))
                for ax in axes for a in (ax.xaxis, ax.yaxis) if a.label.get_text()]
+    framed += [(t.get_text(), t.get_window_extent(renderer)) for ax in axes for t in _top_scale(ax, "title")]
     framed += [("legend", legend.get_window_extent(renderer)) for legend in fig.legends]
     if fig._suptitle is not None:
         framed.append(("figure title", fig._suptitle.get_window_extent(renderer)))
@@ -63,6 +73,8 @@ def _check_layout(fig) -> None:
                 assert not extent.overlaps(other_extent), f"{name!r} covers {other!r}"
     for ax in axes:  # labels on the data (the Transit equilibrium, the roofline's groups) stay in their axes
         for text in ax.texts:
+            if text.get_gid() in ("top scale label", "top scale title"):
+                continue  # the top scale's texts: above the axes by design (checked with the tick labels)
             extent = text.get_window_extent(renderer)
             assert ax.bbox.x0 - 1 <= extent.x0 and extent.x1 <= ax.bbox.x1 + 1, f"{text.get_text()!r} leaves its axes"
             assert ax.bbox.y0 - 1 <= extent.y0 and extent.y1 <= ax.bbox.y1 + 1, f"{text.get_text()!r} leaves its axes"
@@ -99,9 +111,12 @@ def test_transit_figure_title_sits_above_the_top_axis() -> None:
     _check_layout(fig)
     renderer = fig.canvas.get_renderer()
     for ax in fig.axes:
-        for child in ax.child_axes:
-            top = child.xaxis.get_tightbbox(renderer)
-            assert ax.title.get_window_extent(renderer).y0 >= top.y1 - 1, "the title covers the top axis"
+        top_texts = _top_scale(ax, "label") + _top_scale(ax, "title")
+        assert _top_scale(ax, "title") and len(_top_scale(ax, "label")) >= 2, "each panel has its x = n - k scale"
+        top = max(text.get_window_extent(renderer).y1 for text in top_texts)
+        assert ax.title.get_window_extent(renderer).y0 >= top - 1, "the title covers the top axis"
+        labels = _top_scale(ax, "label")
+        assert min(t.get_window_extent(renderer).y0 for t in labels) >= ax.bbox.y1, "top tick labels above the box"
 
 
 def test_real_report_figures_fit(realdata_dir: Path) -> None:

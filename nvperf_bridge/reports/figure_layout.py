@@ -15,6 +15,7 @@ them, so the layout sees the final texts and limits.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Sequence
@@ -29,10 +30,21 @@ POINT = 1.0 / 72.0  # inches per point
 OUTER_PAD = 6 * POINT  # blank border around the figure
 LINE_SPACING = 1.2  # matplotlib's default line spacing, in font sizes
 
+# Inches each axes' top scale (``top_scale``) takes above its box, for ``axes_margins``.
+_TOP_SCALES: "weakref.WeakKeyDictionary[Axes, float]" = weakref.WeakKeyDictionary()
 
-@lru_cache(maxsize=4)
+
 def _renderer(dpi: float) -> Any:
-    """A 1 x 1 pixel Agg renderer: its text metrics are the ones the saved figure uses, at no drawing cost."""
+    """A 1 x 1 pixel Agg renderer: its text metrics are the ones the saved figure uses, at no drawing cost.
+    One per hinting setting: matplotlib caches text metrics per renderer, not per hinting, so a text
+    measured hinted would otherwise be reused unhinted (``figure_draw.REPORT_RC``)."""
+    from matplotlib import rcParams
+
+    return _renderer_for(dpi, str(rcParams["text.hinting"]))
+
+
+@lru_cache(maxsize=8)
+def _renderer_for(dpi: float, _hinting: str) -> Any:
     from matplotlib.backends.backend_agg import RendererAgg
 
     return RendererAgg(1, 1, dpi)
@@ -113,7 +125,7 @@ def axes_margins(ax: "Axes") -> Margins:
     margins = Margins()
     margins.bottom = _tick_extent(ax.xaxis, "x") + _label_extent(ax.xaxis)
     margins.left = _tick_extent(ax.yaxis, "y") + _label_extent(ax.yaxis)
-    top_axes = 0.0
+    top_axes = _TOP_SCALES.get(ax, 0.0)  # a second scale along the top (``top_scale``)
     for child in ax.child_axes:  # secondary_xaxis("top"): its ticks and label sit above the box
         if child.xaxis.get_ticks_position() == "top" or child.xaxis.get_label_position() == "top":
             top_axes = max(top_axes, _tick_extent(child.xaxis, "x") + _label_extent(child.xaxis))
@@ -165,6 +177,42 @@ def fixed_layout(fig: "Figure", axes: Sequence["Axes"], rows: int, columns: int,
     for ax, margins in zip(axes, each):
         # a title placed by hand stays where it is at draw time (no measuring pass of its own)
         ax.set_title(ax.title.get_text(), fontsize=ax.title.get_fontsize(), y=1.0 + margins.above / box_h)
+
+
+def top_scale(ax: "Axes", positions: Sequence[float], labels: Sequence[str], title: str, *, color: str,
+              fontsize: float, title_fontsize: float) -> None:
+    """A second scale along the top of ``ax``: tick marks at ``positions`` (data x) labelled ``labels``,
+    and ``title`` above them, in ``color``; ``axes_margins`` then leaves room for it.
+
+    What ``secondary_xaxis`` shows, drawn as plain artists: one line of tick marks and one text per
+    label (a secondary axis is a second Axes whose locator, transforms and tick objects are worked out
+    again at every draw; on the Transit figure it was a fifth of the drawing). Looks like a major
+    x axis on top: the rcParams' tick length, width and pad, the axis label pad."""
+    from matplotlib import rcParams
+    from matplotlib.lines import Line2D
+    from matplotlib.markers import TICKUP
+    from matplotlib.text import Text
+    from matplotlib.transforms import offset_copy
+
+    fig = ax.get_figure()
+    size, pad = rcParams["xtick.major.size"], rcParams["xtick.major.pad"]
+    along_top = ax.get_xaxis_transform()  # x in data, y in axes fraction
+    positions = np.asarray(positions, dtype=float)
+    if positions.size:
+        ax.add_artist(Line2D(positions, np.ones_like(positions), linestyle="none", marker=TICKUP, markersize=size,
+                             markeredgewidth=rcParams["xtick.major.width"], color=color, transform=along_top,
+                             clip_on=False, zorder=2.5, label="_top scale ticks"))
+    at_labels = offset_copy(along_top, fig, y=size + pad, units="points")
+    for position, label in zip(positions, labels):
+        ax.add_artist(Text(position, 1.0, label, color=color, fontsize=fontsize, ha="center", va="bottom",
+                           transform=at_labels, clip_on=False, gid="top scale label"))
+    label_height = fontsize * LINE_SPACING if labels else 0.0  # points
+    labelpad = rcParams["axes.labelpad"]
+    ax.add_artist(Text(0.5, 1.0, title, color=color, fontsize=title_fontsize, ha="center", va="bottom",
+                       transform=offset_copy(ax.transAxes, fig, y=size + pad + label_height + labelpad,
+                                             units="points"), clip_on=False, gid="top scale title"))
+    _TOP_SCALES[ax] = ((size + pad + label_height + labelpad) * POINT
+                       + (text_inches(title, title_fontsize)[1] if title else 0.0))
 
 
 def minor_log_marks(ax: "Axes", *, grid: dict[str, Any] | None = None) -> None:
