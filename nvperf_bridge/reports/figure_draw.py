@@ -375,6 +375,41 @@ def draw_order(order: FigureOrder) -> ReportFigure:
     return ReportFigure(order.key, order.caption, png, int(width * order.dpi), int(height * order.dpi))
 
 
+def warm_up_drawing() -> None:
+    """Draw and encode one small figure that uses what the report figures use (lines, markers, a
+    scatter, a band, log axes with the minor marks, an annotation with its box and arrow, a top scale,
+    legends, the fixed layout), at a low resolution, and throw it away: matplotlib's set-up on a first
+    draw (caches, lazily built objects) is then done before a report's figures come (figure_worker)."""
+    from matplotlib import rc_context
+
+    from nvperf_bridge.reports.figure_layout import fixed_layout, minor_log_marks, top_scale
+
+    with rc_context(REPORT_RC):
+        fig = new_figure(2.0, 2.0, layout=None)
+        ax = fig.add_subplot(1, 2, 1)
+        ax.plot([0.0, 1.0], [0.0, 1.0], linewidth=2.0, label="a")
+        ax.plot([0.5], [0.5], marker="o", markersize=8)
+        ax.scatter([0.2, 0.3], [0.2, 0.3], s=20, marker="s", edgecolors="white", linewidths=0.4, label="b")
+        ax.annotate("k*\nf", xy=(0.5, 0.5), xytext=(5, 5), textcoords="offset points", fontsize=9,
+                    bbox={"boxstyle": "round,pad=0.25", "facecolor": "white", "edgecolor": "#999999", "alpha": 0.9},
+                    arrowprops={"arrowstyle": "-", "linewidth": 0.8})
+        top_scale(ax, [0.5], ["1"], "x", color="#d62728", fontsize=8, title_fontsize=9)
+        ax.set_title("t\nu", fontsize=10.5)
+        ax.set_xlabel("k", fontsize=10)
+        ax.grid(True, linewidth=0.6)
+        ax.legend(fontsize=8)
+        log_ax = fig.add_subplot(1, 2, 2)
+        log_ax.fill_between([1.0, 10.0], [0.5, 5.0], [2.0, 20.0], alpha=0.12, linewidth=0)
+        log_ax.set_xscale("log")
+        log_ax.set_yscale("log")
+        plain_log_ticks(log_ax)
+        minor_log_marks(log_ax, grid={"color": "#f0f0f0", "linewidth": 0.4})
+        legend = fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncols=2, fontsize=9,
+                            frameon=False)
+        fixed_layout(fig, [ax, log_ax], 1, 2, legend=legend)
+        figure_bytes(fig, dpi=30, png_level=REPORT_PNG_LEVEL)
+
+
 def sig(value: float) -> str:
     """A number in a figure's text: three significant digits, as the reports write it."""
     return format_number(float(value))
@@ -383,5 +418,5 @@ def sig(value: float) -> str:
 __all__ = [
     "AccuracyData", "AccuracySeries", "FigureOrder", "MAX_SCATTER_POINTS", "MODEL_STYLES", "ReportFigure",
     "RooflineData", "RooflinePoint", "TransitCurves", "draw_accuracy", "draw_order", "draw_roofline",
-    "figure_bytes", "new_figure", "plain_log_ticks", "sig", "transit_figure", "transit_top",
+    "figure_bytes", "new_figure", "plain_log_ticks", "sig", "transit_figure", "transit_top", "warm_up_drawing",
 ]
