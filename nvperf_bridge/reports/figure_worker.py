@@ -87,17 +87,33 @@ class FigureWorker:
 
 class FigureTicket:
     """One batch of figures on its way back: written to the worker and read from it by a thread (the
-    data of a large report's figures can be more than a pipe holds), so the command goes on meanwhile."""
+    data of a large report's figures can be more than a pipe holds), so the command goes on meanwhile.
+
+    What the pipe takes at once is written here, before the thread starts (``_write_ahead``): a small
+    report's figure data (20-30 kB) then reaches the worker at once, where the thread, writing it in
+    4 kB pieces while the command's main thread holds the GIL, took 0.03-0.05 s to hand it over."""
 
     def __init__(self, worker: FigureWorker, payload: bytes) -> None:
         self._worker = worker
         self._reply: bytes | None = None
-        self._thread = threading.Thread(target=self._exchange, args=(payload,), name="figure-worker", daemon=True)
+        try:
+            rest: bytes | None = _write_ahead(worker._process, payload)
+        except (OSError, ValueError):  # the worker is gone (a closed pipe): the command draws instead
+            rest = None
+        self._thread = threading.Thread(target=self._exchange, args=(rest,), name="figure-worker", daemon=True)
         self._thread.start()
 
-    def _exchange(self, payload: bytes) -> None:
+    def _exchange(self, rest: bytes | None) -> None:
+        if rest is None:
+            return
+        process = self._worker._process
         try:
-            self._reply, _ = self._worker._process.communicate(payload)
+            if rest:
+                self._reply, _ = process.communicate(rest)
+            else:  # all written and stdin closed (communicate would flush the closed pipe)
+                assert process.stdout is not None
+                self._reply = process.stdout.read()
+                process.wait()
         except (OSError, ValueError):  # the worker is gone (a closed pipe): the command draws instead
             self._reply = None
 
@@ -127,6 +143,29 @@ class FigureTicket:
         if text:
             sys.stderr.write(text.decode("utf-8", "replace"))
             sys.stderr.flush()
+
+
+def _write_ahead(process: subprocess.Popen[bytes], payload: bytes) -> bytes:
+    """Write what the worker's stdin pipe takes of ``payload`` without waiting, and close the pipe when
+    it took everything; the rest (empty: all written) is for ``communicate``."""
+    import os
+
+    stdin = process.stdin
+    if stdin is None:
+        return payload
+    fd = stdin.fileno()
+    os.set_blocking(fd, False)
+    written = 0
+    try:
+        while written < len(payload):
+            written += os.write(fd, payload[written:])
+    except BlockingIOError:  # the pipe is full: the thread writes the rest as the worker reads
+        pass
+    finally:
+        os.set_blocking(fd, True)
+    if written == len(payload):
+        stdin.close()
+    return payload[written:]
 
 
 def serve(expected_file: str) -> None:
