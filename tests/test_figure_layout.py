@@ -38,7 +38,8 @@ def _tick_labels(fig, renderer):
                     every.add(id(label))
                     if label.get_visible() and label.get_text() and low - 1e-9 <= tick.get_loc() <= high + 1e-9:
                         drawn.append((label.get_text(), label.get_window_extent(renderer)))
-        for label in _top_scale(ax, "label"):  # tick labels too, drawn as plain texts
+        # tick labels drawn as plain texts: the top scale's, and those of ticks fixed as plain artists
+        for label in _top_scale(ax, "label") + [t for t in ax.texts if str(t.get_gid()).endswith("tick label")]:
             every.add(id(label))
             drawn.append((label.get_text(), label.get_window_extent(renderer)))
     return drawn, every
@@ -73,8 +74,8 @@ def _check_layout(fig) -> None:
                 assert not extent.overlaps(other_extent), f"{name!r} covers {other!r}"
     for ax in axes:  # labels on the data (the Transit equilibrium, the roofline's groups) stay in their axes
         for text in ax.texts:
-            if text.get_gid() in ("top scale label", "top scale title"):
-                continue  # the top scale's texts: above the axes by design (checked with the tick labels)
+            if str(text.get_gid()).endswith(("top scale label", "top scale title", "tick label")):
+                continue  # tick labels and the top scale's title: outside the axes by design (checked above)
             extent = text.get_window_extent(renderer)
             assert ax.bbox.x0 - 1 <= extent.x0 and extent.x1 <= ax.bbox.x1 + 1, f"{text.get_text()!r} leaves its axes"
             assert ax.bbox.y0 - 1 <= extent.y0 and extent.y1 <= ax.bbox.y1 + 1, f"{text.get_text()!r} leaves its axes"
@@ -117,6 +118,30 @@ def test_transit_figure_title_sits_above_the_top_axis() -> None:
         assert ax.title.get_window_extent(renderer).y0 >= top - 1, "the title covers the top axis"
         labels = _top_scale(ax, "label")
         assert min(t.get_window_extent(renderer).y0 for t in labels) >= ax.bbox.y1, "top tick labels above the box"
+
+
+def test_transit_ticks_are_where_matplotlib_would_put_them(realdata_dir: Path) -> None:
+    """The Transit panels' ticks, drawn as plain artists at fixed values, are the values matplotlib's
+    default locator picks for each panel at its final size (the magus lud pair: one panel's throughput
+    axis gets fewer ticks once the layout has shrunk it), and each x = n - k tick stands at k = n - x."""
+    from matplotlib.ticker import AutoLocator
+
+    from nvperf_bridge.analysis import analyze_files
+
+    fig = transit_report_figure(analyze_files([realdata_dir / "magus" / name for name in MAGUS_PAIR]))
+    for ax in fig.axes:
+        for name, axis, (low, high) in (("x", ax.xaxis, ax.get_xlim()), ("y", ax.yaxis, ax.get_ylim())):
+            axis.set_tick_params(labelsize=9)  # the panels' tick label size, which the locator's count uses
+            locator = AutoLocator()
+            locator.set_axis(axis)
+            expected = [v for v in locator.tick_values(low, high) if low - 1e-9 * high <= v <= high * (1 + 1e-9)]
+            drawn = [t for t in ax.texts if t.get_gid() == f"{name} tick label"]
+            where = [t.get_position()[0 if name == "x" else 1] for t in drawn]
+            assert where == pytest.approx(expected), f"{ax.get_title()!r}: {name} ticks"
+            assert [t.get_text() for t in drawn] == axis.get_major_formatter().format_ticks(expected)
+        n = ax.get_xlim()[1]  # the panel spans k = 0..n
+        for text in _top_scale(ax, "label"):
+            assert n - float(text.get_text()) == pytest.approx(text.get_position()[0])
 
 
 def test_real_report_figures_fit(realdata_dir: Path) -> None:

@@ -180,6 +180,10 @@ def transit_figure(panels: Sequence[TransitCurves], *, columns: int = 2, panel_s
                             frameon=False)
     title = fig.suptitle(suptitle, fontsize=13) if suptitle else None
     fixed_layout(fig, axes, rows, columns, legend=legend, suptitle=title)
+    # matplotlib would locate the ticks at the panels' final size: where that gives other ticks than the
+    # size before the layout did, they are put again and the layout is made with their labels
+    if [_transit_axis_ticks(ax) for ax in axes].count(True):
+        fixed_layout(fig, axes, rows, columns, legend=legend, suptitle=title)
     return fig
 
 
@@ -207,28 +211,47 @@ def _draw_transit(ax: Any, panel: TransitCurves, legend: bool = True) -> None:
                     color="#555555", ha="left" if inside else "right")
     n, right_end = float(panel.n), max(float(panel.n), 1.0)
     ax.set_xlim(0, right_end)
-    ax.set_xticks(_transit_ticks(0.0, right_end))  # k, fixed once (not located again at each draw)
+    ax.set_ylim(0, transit_top(panel))
+    _transit_axis_ticks(ax)  # k and the throughput, at round values
     # the paper's reversed axis: x = n - k, at the positions k = n - x of round values of x
     x_values = _transit_ticks(n - right_end, n)
     top_scale(ax, n - x_values, _plain_tick_labels(x_values, n - right_end, n),
               "x = n - k: threads in the compute system", color="#d62728", fontsize=8, title_fontsize=9)
-    ax.set_ylim(0, transit_top(panel))
     ax.set_xlabel(panel.k_label + f"   (n = {panel.n:,.0f})", fontsize=10)
     ax.set_ylabel(f"throughput ({panel.throughput_unit})" if panel.throughput_unit else "throughput", fontsize=10)
     title = panel.title if not panel.state else f"{panel.title}\n{panel.state}"
     ax.set_title(title, fontsize=10.5)
-    ax.grid(True, color="#e5e5e5", linewidth=0.6)
-    ax.tick_params(labelsize=9)
     if legend:
         ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
 
 
-def _transit_ticks(low: float, high: float) -> np.ndarray:
-    """Round tick values inside [low, high], as matplotlib's default locator chooses them for a Transit
-    panel's width (at most 9 intervals: ``AutoLocator`` on an axes wider than about 3.4 inches)."""
+TRANSIT_TICK_FONTSIZE = 9.0
+
+
+def _transit_axis_ticks(ax: Any) -> bool:
+    """Put (or put again) the k and throughput ticks of a Transit panel where matplotlib's default locator
+    would at the panel's current size, as plain artists (``figure_layout.plain_ticks``: no tick objects,
+    nothing located at draw time); True when they changed."""
+    from nvperf_bridge.reports.figure_layout import auto_tick_count, plain_ticks
+
+    changed = False
+    for name, (low, high) in (("x", ax.get_xlim()), ("y", ax.get_ylim())):
+        values = _transit_ticks(low, high, auto_tick_count(ax, name, TRANSIT_TICK_FONTSIZE))
+        if np.array_equal(values, getattr(ax, f"_transit_{name}_ticks", None)):
+            continue
+        setattr(ax, f"_transit_{name}_ticks", values)
+        plain_ticks(ax, name, values, _plain_tick_labels(values, low, high), fontsize=TRANSIT_TICK_FONTSIZE,
+                    grid={"color": "#e5e5e5", "linewidth": 0.6})
+        changed = True
+    return changed
+
+
+def _transit_ticks(low: float, high: float, intervals: int = 9) -> np.ndarray:
+    """Round tick values inside [low, high], as matplotlib's default locator (``AutoLocator``) chooses
+    them for at most ``intervals`` intervals (9: an axes wider than about 3.4 inches)."""
     from matplotlib.ticker import MaxNLocator
 
-    values = MaxNLocator(nbins=9, steps=[1, 2, 2.5, 5, 10]).tick_values(low, high)
+    values = MaxNLocator(nbins=intervals, steps=[1, 2, 2.5, 5, 10]).tick_values(low, high)
     slack = (high - low) * 1e-10
     return values[(values >= low - slack) & (values <= high + slack)]
 
