@@ -144,6 +144,30 @@ def test_transit_ticks_are_where_matplotlib_would_put_them(realdata_dir: Path) -
             assert n - float(text.get_text()) == pytest.approx(text.get_position()[0])
 
 
+def test_log_ticks_are_where_matplotlib_would_put_them(realdata_dir: Path) -> None:
+    """The accuracy figure's and the roofline's decade ticks, drawn as plain artists, are the values
+    matplotlib's LogLocator picks on each axis at its final size, labelled 0.001, 1, 1,000."""
+    from matplotlib.ticker import LogLocator
+
+    from nvperf_bridge.analysis import analyze_files
+    from nvperf_bridge.reports.figure_draw import plain_log_label
+
+    analysis = analyze_files([realdata_dir / "magus" / name for name in MAGUS_PAIR])
+    for fig in (accuracy_figure(analysis), review_roofline_figure(analysis)):
+        ax = fig.axes[0]
+        ax.apply_aspect()
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            low, high = sorted(axis.get_view_interval())
+            axis.set_tick_params(labelsize=10)  # the figures' tick label size, which the locator's count uses
+            locator = LogLocator(base=10.0)
+            locator.set_axis(axis)
+            expected = [v for v in locator.tick_values(low, high) if low * (1 - 1e-9) <= v <= high * (1 + 1e-9)]
+            drawn = [t for t in ax.texts if t.get_gid() == f"{name} tick label"]
+            assert len(expected) >= 3
+            assert [t.get_position()[0 if name == "x" else 1] for t in drawn] == pytest.approx(expected)
+            assert [t.get_text() for t in drawn] == [plain_log_label(v) for v in expected]
+
+
 def test_real_report_figures_fit(realdata_dir: Path) -> None:
     """The three figures of a real nvprof pair (magus rodinia lud): every text inside, nothing covered."""
     from nvperf_bridge.analysis import analyze_files

@@ -94,9 +94,9 @@ def draw_accuracy(data: AccuracyData, *, width: float = 7.0, height: float = 7.2
         ax.set_ylim(low, high)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        plain_log_ticks(ax)
-        minor_log_marks(ax, grid={"color": "#f0f0f0", "linewidth": 0.4})
         ax.set_aspect("equal", adjustable="box")
+        minor_log_marks(ax, grid={"color": "#f0f0f0", "linewidth": 0.4})
+        _log_axes_ticks(ax, ACCURACY_TICKS)
         legend = fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncols=2, fontsize=9, frameon=False)
     else:
         ax.text(0.5, 0.5, "no kernel has both a measured time and a prediction",
@@ -106,26 +106,59 @@ def draw_accuracy(data: AccuracyData, *, width: float = 7.0, height: float = 7.2
     ax.set_xlabel(f"Measured kernel time ({data.unit_label})", fontsize=11)
     ax.set_ylabel(f"Predicted kernel time ({data.unit_label})", fontsize=11)
     ax.set_title(data.title, fontsize=12)
-    ax.grid(True, which="major", color="#dddddd", linewidth=0.6)
-    ax.tick_params(labelsize=10)
     fixed_layout(fig, [ax], 1, 1, legend=legend)
+    if data.limits is not None and _log_axes_ticks(ax, ACCURACY_TICKS):  # other ticks at the final size
+        fixed_layout(fig, [ax], 1, 1, legend=legend)
     return fig
+
+
+# the major ticks' label size and grid lines of the accuracy figure and of the roofline
+ACCURACY_TICKS: dict[str, Any] = {"fontsize": 10.0, "grid": {"color": "#dddddd", "linewidth": 0.6}}
+ROOFLINE_TICKS: dict[str, Any] = {"fontsize": 10.0, "grid": {"color": "#b0b0b0", "linewidth": 0.8, "alpha": 0.3}}
+
+
+def _log_axes_ticks(ax: Any, style: dict[str, Any]) -> bool:
+    """Put (or put again) the decade ticks of ``ax``'s two log axes where matplotlib's ``LogLocator``
+    puts them at the axes' current size, labelled as ``plain_log_ticks`` labels them, as plain artists
+    (``figure_layout.plain_ticks``: no tick objects, nothing located at draw time); ``style``: their
+    label size and grid lines. Call it once the limits are final. True when they changed."""
+    from matplotlib.ticker import LogLocator
+
+    from nvperf_bridge.reports.figure_layout import auto_tick_count, plain_ticks
+
+    changed = False
+    for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+        low, high = sorted(float(v) for v in axis.get_view_interval())
+        count = auto_tick_count(ax, name, style["fontsize"], least=2)
+        values = LogLocator(base=10.0, numticks=count).tick_values(low, high)
+        inside = np.abs(np.log10(values) - np.clip(np.log10(values), math.log10(low), math.log10(high))) <= 1e-10 * \
+            max(1.0, abs(math.log10(high) - math.log10(low)))
+        values = values[inside]
+        if np.array_equal(values, getattr(ax, f"_log_{name}_ticks", None)):
+            continue
+        setattr(ax, f"_log_{name}_ticks", values)
+        plain_ticks(ax, name, values, [plain_log_label(v) for v in values], fontsize=style["fontsize"],
+                    grid=style["grid"])
+        changed = True
+    return changed
+
+
+def plain_log_label(value: float, _position: Any = None) -> str:
+    """A log axis' label: 0.1, 1, 10, 1,000 rather than 10^-1 ... (easier to read off)."""
+    if value <= 0:
+        return ""
+    if value >= 1:
+        return f"{value:,.0f}"
+    return f"{value:.{max(0, -int(math.floor(math.log10(value))))}f}"
 
 
 def plain_log_ticks(ax: Any) -> None:
     """Log axes labelled 0.1, 1, 10, 1,000 rather than 10^-1 ... (easier to read off)."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    def label(value: float, _position: Any) -> str:
-        if value <= 0:
-            return ""
-        if value >= 1:
-            return f"{value:,.0f}"
-        return f"{value:.{max(0, -int(math.floor(math.log10(value))))}f}"
-
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_locator(LogLocator(base=10.0))
-        axis.set_major_formatter(FuncFormatter(label))
+        axis.set_major_formatter(FuncFormatter(plain_log_label))
         axis.set_minor_formatter(NullFormatter())
 
 
@@ -333,18 +366,19 @@ def draw_roofline(data: RooflineData, *, width: float = 7.5, height: float = 5.2
                     xytext=(6, 4), fontsize=9)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    plain_log_ticks(ax)  # 0.1, 1, 1,000 as on the accuracy figure (no math text to typeset)
     ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
     ax.set_ylabel("achieved GFLOP/s")
     title = f"Roofline - {', '.join(roofs)}"
     if not placed:
         title += " (no group has FLOP counters, DRAM bytes and a time)"
     ax.set_title(title, fontsize=11)
-    ax.grid(True, which="major", alpha=0.3)
     if several:
         ax.legend(loc="lower right", fontsize=8)
     minor_log_marks(ax)
+    _log_axes_ticks(ax, ROOFLINE_TICKS)  # 0.1, 1, 1,000 as on the accuracy figure (no math text to typeset)
     fixed_layout(fig, [ax], 1, 1)
+    if _log_axes_ticks(ax, ROOFLINE_TICKS):  # other ticks at the final size
+        fixed_layout(fig, [ax], 1, 1)
     return fig
 
 
@@ -441,5 +475,5 @@ def sig(value: float) -> str:
 __all__ = [
     "AccuracyData", "AccuracySeries", "FigureOrder", "MAX_SCATTER_POINTS", "MODEL_STYLES", "ReportFigure",
     "RooflineData", "RooflinePoint", "TransitCurves", "draw_accuracy", "draw_order", "draw_roofline",
-    "figure_bytes", "new_figure", "plain_log_ticks", "sig", "transit_figure", "transit_top", "warm_up_drawing",
+    "figure_bytes", "new_figure", "plain_log_label", "plain_log_ticks", "sig", "transit_figure", "transit_top", "warm_up_drawing",
 ]

@@ -283,13 +283,15 @@ def plain_ticks(ax: "Axes", name: str, values: Sequence[float], labels: Sequence
     drawn[name] = (extent, right, artists)
 
 
-def auto_tick_count(ax: "Axes", name: str, fontsize: float) -> int:
-    """The most intervals matplotlib's default locator puts on ``ax``'s ``name`` axis at its current size
-    (``Axis.get_tick_space``: a label every 3 font sizes along x, 2 along y; at most 9)."""
-    box = ax.get_position()
+def auto_tick_count(ax: "Axes", name: str, fontsize: float, least: int = 1) -> int:
+    """``Axis.get_tick_space`` of ``ax``'s ``name`` axis at its current size (its box as drawn, after a
+    fixed aspect), which matplotlib's default locators take as their most intervals (linear, at least
+    ``least``=1) or ticks (log, ``least``=2): a label every 3 font sizes along x, 2 along y; at most 9."""
+    ax.apply_aspect()
+    box = ax.get_position(original=False)
     width, height = (float(v) for v in ax.get_figure().get_size_inches())
     length = (box.width * width if name == "x" else box.height * height) * 72.0
-    return int(np.clip(np.floor(length / (fontsize * (3 if name == "x" else 2))), 1, 9))
+    return int(np.clip(np.floor(length / (fontsize * (3 if name == "x" else 2))), least, 9))
 
 
 def minor_log_marks(ax: "Axes", *, grid: dict[str, Any] | None = None) -> None:
