@@ -434,9 +434,10 @@ def draw_order(order: FigureOrder) -> ReportFigure:
 
 def warm_up_drawing() -> None:
     """Draw and encode one small figure that uses what the report figures use (lines, markers, a
-    scatter, a band, log axes with the minor marks, an annotation with its box and arrow, a top scale,
-    legends, the fixed layout), at a low resolution, and throw it away: matplotlib's set-up on a first
-    draw (caches, lazily built objects) is then done before a report's figures come (figure_worker)."""
+    scatter, a band, plain ticks on linear and log axes with the minor marks, an annotation with its
+    box and arrow, a top scale, legends, the fixed layout), at a low resolution, and throw it away:
+    matplotlib's set-up on a first draw (caches, lazily built objects) is then done before a report's
+    figures come (figure_worker)."""
     from matplotlib import rc_context
 
     from nvperf_bridge.reports.figure_layout import fixed_layout, minor_log_marks, top_scale
@@ -453,14 +454,16 @@ def warm_up_drawing() -> None:
         top_scale(ax, [0.5], ["1"], "x", color="#d62728", fontsize=8, title_fontsize=9)
         ax.set_title("t\nu", fontsize=10.5)
         ax.set_xlabel("k", fontsize=10)
-        ax.grid(True, linewidth=0.6)
+        ax.set_xlim(0.0, 1.0)
+        ax.set_ylim(0.0, 1.0)
+        _transit_axis_ticks(ax)
         ax.legend(fontsize=8)
         log_ax = fig.add_subplot(1, 2, 2)
         log_ax.fill_between([1.0, 10.0], [0.5, 5.0], [2.0, 20.0], alpha=0.12, linewidth=0)
         log_ax.set_xscale("log")
         log_ax.set_yscale("log")
-        plain_log_ticks(log_ax)
         minor_log_marks(log_ax, grid={"color": "#f0f0f0", "linewidth": 0.4})
+        _log_axes_ticks(log_ax, ACCURACY_TICKS)
         legend = fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncols=2, fontsize=9,
                             frameon=False)
         fixed_layout(fig, [ax, log_ax], 1, 2, legend=legend)
