@@ -17,8 +17,14 @@ MAGUS_PAIR = ("magus__metrics_rodinia_lud.csv", "magus__traces_rodinia_lud.csv")
 
 
 def _all_axes(fig):
-    """The figure's axes and their child axes (the Transit figure's top axis)."""
+    """The figure's axes and their child axes (a secondary axis, if any)."""
     return [a for ax in fig.axes for a in (ax, *ax.child_axes)]
+
+
+def _top_scale(ax, part):
+    """The texts of ``ax``'s top scale (the Transit figure's x = n - k axis, ``figure_layout.top_scale``):
+    part 'label' its tick labels, 'title' its title."""
+    return [t for t in ax.texts if t.get_gid() == f"top scale {part}"]
 
 
 def _tick_labels(fig, renderer):
@@ -32,6 +38,10 @@ def _tick_labels(fig, renderer):
                     every.add(id(label))
                     if label.get_visible() and label.get_text() and low - 1e-9 <= tick.get_loc() <= high + 1e-9:
                         drawn.append((label.get_text(), label.get_window_extent(renderer)))
+        # tick labels drawn as plain texts: the top scale's, and those of ticks fixed as plain artists
+        for label in _top_scale(ax, "label") + [t for t in ax.texts if str(t.get_gid()).endswith("tick label")]:
+            every.add(id(label))
+            drawn.append((label.get_text(), label.get_window_extent(renderer)))
     return drawn, every
 
 
@@ -54,6 +64,7 @@ def _check_layout(fig) -> None:
     framed = [(ax.title.get_text(), ax.title.get_window_extent(renderer)) for ax in axes if ax.title.get_text()]
     framed += [(a.label.get_text(), a.label.get_window_extent(renderer))
                for ax in axes for a in (ax.xaxis, ax.yaxis) if a.label.get_text()]
+    framed += [(t.get_text(), t.get_window_extent(renderer)) for ax in axes for t in _top_scale(ax, "title")]
     framed += [("legend", legend.get_window_extent(renderer)) for legend in fig.legends]
     if fig._suptitle is not None:
         framed.append(("figure title", fig._suptitle.get_window_extent(renderer)))
@@ -63,6 +74,8 @@ def _check_layout(fig) -> None:
                 assert not extent.overlaps(other_extent), f"{name!r} covers {other!r}"
     for ax in axes:  # labels on the data (the Transit equilibrium, the roofline's groups) stay in their axes
         for text in ax.texts:
+            if str(text.get_gid()).endswith(("top scale label", "top scale title", "tick label")):
+                continue  # tick labels and the top scale's title: outside the axes by design (checked above)
             extent = text.get_window_extent(renderer)
             assert ax.bbox.x0 - 1 <= extent.x0 and extent.x1 <= ax.bbox.x1 + 1, f"{text.get_text()!r} leaves its axes"
             assert ax.bbox.y0 - 1 <= extent.y0 and extent.y1 <= ax.bbox.y1 + 1, f"{text.get_text()!r} leaves its axes"
@@ -99,9 +112,60 @@ def test_transit_figure_title_sits_above_the_top_axis() -> None:
     _check_layout(fig)
     renderer = fig.canvas.get_renderer()
     for ax in fig.axes:
-        for child in ax.child_axes:
-            top = child.xaxis.get_tightbbox(renderer)
-            assert ax.title.get_window_extent(renderer).y0 >= top.y1 - 1, "the title covers the top axis"
+        top_texts = _top_scale(ax, "label") + _top_scale(ax, "title")
+        assert _top_scale(ax, "title") and len(_top_scale(ax, "label")) >= 2, "each panel has its x = n - k scale"
+        top = max(text.get_window_extent(renderer).y1 for text in top_texts)
+        assert ax.title.get_window_extent(renderer).y0 >= top - 1, "the title covers the top axis"
+        labels = _top_scale(ax, "label")
+        assert min(t.get_window_extent(renderer).y0 for t in labels) >= ax.bbox.y1, "top tick labels above the box"
+
+
+def test_transit_ticks_are_where_matplotlib_would_put_them(realdata_dir: Path) -> None:
+    """The Transit panels' ticks, drawn as plain artists at fixed values, are the values matplotlib's
+    default locator picks for each panel at its final size (the magus lud pair: one panel's throughput
+    axis gets fewer ticks once the layout has shrunk it), and each x = n - k tick stands at k = n - x."""
+    from matplotlib.ticker import AutoLocator
+
+    from nvperf_bridge.analysis import analyze_files
+
+    fig = transit_report_figure(analyze_files([realdata_dir / "magus" / name for name in MAGUS_PAIR]))
+    for ax in fig.axes:
+        for name, axis, (low, high) in (("x", ax.xaxis, ax.get_xlim()), ("y", ax.yaxis, ax.get_ylim())):
+            axis.set_tick_params(labelsize=9)  # the panels' tick label size, which the locator's count uses
+            locator = AutoLocator()
+            locator.set_axis(axis)
+            expected = [v for v in locator.tick_values(low, high) if low - 1e-9 * high <= v <= high * (1 + 1e-9)]
+            drawn = [t for t in ax.texts if t.get_gid() == f"{name} tick label"]
+            where = [t.get_position()[0 if name == "x" else 1] for t in drawn]
+            assert where == pytest.approx(expected), f"{ax.get_title()!r}: {name} ticks"
+            assert [t.get_text() for t in drawn] == axis.get_major_formatter().format_ticks(expected)
+        n = ax.get_xlim()[1]  # the panel spans k = 0..n
+        for text in _top_scale(ax, "label"):
+            assert n - float(text.get_text()) == pytest.approx(text.get_position()[0])
+
+
+def test_log_ticks_are_where_matplotlib_would_put_them(realdata_dir: Path) -> None:
+    """The accuracy figure's and the roofline's decade ticks, drawn as plain artists, are the values
+    matplotlib's LogLocator picks on each axis at its final size, labelled 0.001, 1, 1,000."""
+    from matplotlib.ticker import LogLocator
+
+    from nvperf_bridge.analysis import analyze_files
+    from nvperf_bridge.reports.figure_draw import plain_log_label
+
+    analysis = analyze_files([realdata_dir / "magus" / name for name in MAGUS_PAIR])
+    for fig in (accuracy_figure(analysis), review_roofline_figure(analysis)):
+        ax = fig.axes[0]
+        ax.apply_aspect()
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            low, high = sorted(axis.get_view_interval())
+            axis.set_tick_params(labelsize=10)  # the figures' tick label size, which the locator's count uses
+            locator = LogLocator(base=10.0)
+            locator.set_axis(axis)
+            expected = [v for v in locator.tick_values(low, high) if low * (1 - 1e-9) <= v <= high * (1 + 1e-9)]
+            drawn = [t for t in ax.texts if t.get_gid() == f"{name} tick label"]
+            assert len(expected) >= 3
+            assert [t.get_position()[0 if name == "x" else 1] for t in drawn] == pytest.approx(expected)
+            assert [t.get_text() for t in drawn] == [plain_log_label(v) for v in expected]
 
 
 def test_real_report_figures_fit(realdata_dir: Path) -> None:

@@ -40,10 +40,12 @@ def new_figure(width: float, height: float, layout: str | None = "constrained") 
     return fig
 
 
-def figure_bytes(fig: "Figure", fmt: str = "png", dpi: int = 150) -> bytes:
-    """Render a figure to bytes (png, svg, pdf) and release it."""
+def figure_bytes(fig: "Figure", fmt: str = "png", dpi: int = 150, png_level: int | None = None) -> bytes:
+    """Render a figure to bytes (png, svg, pdf) and release it; ``png_level``: the PNG's zlib
+    compression level (None: Pillow's default, 6)."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format=fmt, dpi=dpi, facecolor="white")
+    extra = {"pil_kwargs": {"compress_level": png_level}} if fmt == "png" and png_level is not None else {}
+    fig.savefig(buffer, format=fmt, dpi=dpi, facecolor="white", **extra)
     return buffer.getvalue()
 
 
@@ -92,9 +94,9 @@ def draw_accuracy(data: AccuracyData, *, width: float = 7.0, height: float = 7.2
         ax.set_ylim(low, high)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        plain_log_ticks(ax)
-        minor_log_marks(ax, grid={"color": "#f0f0f0", "linewidth": 0.4})
         ax.set_aspect("equal", adjustable="box")
+        minor_log_marks(ax, grid={"color": "#f0f0f0", "linewidth": 0.4})
+        _log_axes_ticks(ax, ACCURACY_TICKS)
         legend = fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncols=2, fontsize=9, frameon=False)
     else:
         ax.text(0.5, 0.5, "no kernel has both a measured time and a prediction",
@@ -104,26 +106,59 @@ def draw_accuracy(data: AccuracyData, *, width: float = 7.0, height: float = 7.2
     ax.set_xlabel(f"Measured kernel time ({data.unit_label})", fontsize=11)
     ax.set_ylabel(f"Predicted kernel time ({data.unit_label})", fontsize=11)
     ax.set_title(data.title, fontsize=12)
-    ax.grid(True, which="major", color="#dddddd", linewidth=0.6)
-    ax.tick_params(labelsize=10)
     fixed_layout(fig, [ax], 1, 1, legend=legend)
+    if data.limits is not None and _log_axes_ticks(ax, ACCURACY_TICKS):  # other ticks at the final size
+        fixed_layout(fig, [ax], 1, 1, legend=legend)
     return fig
+
+
+# the major ticks' label size and grid lines of the accuracy figure and of the roofline
+ACCURACY_TICKS: dict[str, Any] = {"fontsize": 10.0, "grid": {"color": "#dddddd", "linewidth": 0.6}}
+ROOFLINE_TICKS: dict[str, Any] = {"fontsize": 10.0, "grid": {"color": "#b0b0b0", "linewidth": 0.8, "alpha": 0.3}}
+
+
+def _log_axes_ticks(ax: Any, style: dict[str, Any]) -> bool:
+    """Put (or put again) the decade ticks of ``ax``'s two log axes where matplotlib's ``LogLocator``
+    puts them at the axes' current size, labelled as ``plain_log_ticks`` labels them, as plain artists
+    (``figure_layout.plain_ticks``: no tick objects, nothing located at draw time); ``style``: their
+    label size and grid lines. Call it once the limits are final. True when they changed."""
+    from matplotlib.ticker import LogLocator
+
+    from nvperf_bridge.reports.figure_layout import auto_tick_count, plain_ticks
+
+    changed = False
+    for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+        low, high = sorted(float(v) for v in axis.get_view_interval())
+        count = auto_tick_count(ax, name, style["fontsize"], least=2)
+        values = LogLocator(base=10.0, numticks=count).tick_values(low, high)
+        inside = np.abs(np.log10(values) - np.clip(np.log10(values), math.log10(low), math.log10(high))) <= 1e-10 * \
+            max(1.0, abs(math.log10(high) - math.log10(low)))
+        values = values[inside]
+        if np.array_equal(values, getattr(ax, f"_log_{name}_ticks", None)):
+            continue
+        setattr(ax, f"_log_{name}_ticks", values)
+        plain_ticks(ax, name, values, [plain_log_label(v) for v in values], fontsize=style["fontsize"],
+                    grid=style["grid"])
+        changed = True
+    return changed
+
+
+def plain_log_label(value: float, _position: Any = None) -> str:
+    """A log axis' label: 0.1, 1, 10, 1,000 rather than 10^-1 ... (easier to read off)."""
+    if value <= 0:
+        return ""
+    if value >= 1:
+        return f"{value:,.0f}"
+    return f"{value:.{max(0, -int(math.floor(math.log10(value))))}f}"
 
 
 def plain_log_ticks(ax: Any) -> None:
     """Log axes labelled 0.1, 1, 10, 1,000 rather than 10^-1 ... (easier to read off)."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    def label(value: float, _position: Any) -> str:
-        if value <= 0:
-            return ""
-        if value >= 1:
-            return f"{value:,.0f}"
-        return f"{value:.{max(0, -int(math.floor(math.log10(value))))}f}"
-
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_locator(LogLocator(base=10.0))
-        axis.set_major_formatter(FuncFormatter(label))
+        axis.set_major_formatter(FuncFormatter(plain_log_label))
         axis.set_minor_formatter(NullFormatter())
 
 
@@ -178,10 +213,16 @@ def transit_figure(panels: Sequence[TransitCurves], *, columns: int = 2, panel_s
                             frameon=False)
     title = fig.suptitle(suptitle, fontsize=13) if suptitle else None
     fixed_layout(fig, axes, rows, columns, legend=legend, suptitle=title)
+    # matplotlib would locate the ticks at the panels' final size: where that gives other ticks than the
+    # size before the layout did, they are put again and the layout is made with their labels
+    if [_transit_axis_ticks(ax) for ax in axes].count(True):
+        fixed_layout(fig, axes, rows, columns, legend=legend, suptitle=title)
     return fig
 
 
 def _draw_transit(ax: Any, panel: TransitCurves, legend: bool = True) -> None:
+    from nvperf_bridge.reports.figure_layout import top_scale
+
     ax.plot(panel.k, panel.f, color="#1f77b4", linewidth=2.0, label="f(k): memory system supply")
     ax.plot(panel.k, panel.g, color="#d62728", linewidth=2.0, label="g(x), x = n - k: compute demand")
     ax.plot([panel.k_eq], [panel.throughput_eq], marker="o", markersize=8, color="black", zorder=5,
@@ -201,20 +242,61 @@ def _draw_transit(ax: Any, panel: TransitCurves, legend: bool = True) -> None:
         inside = x <= 0.9 * max(float(panel.n), 1.0)  # near the right edge the label goes left of the mark
         ax.annotate(label, xy=(x, y), xytext=(5 if inside else -5, -15), textcoords="offset points", fontsize=10,
                     color="#555555", ha="left" if inside else "right")
-    ax.set_xlim(0, max(float(panel.n), 1.0))
-    n = float(panel.n)
-    top = ax.secondary_xaxis("top", functions=(lambda k: n - k, lambda x: n - x))
-    top.set_xlabel("x = n - k: threads in the compute system", fontsize=9, color="#d62728")
-    top.tick_params(labelsize=8, colors="#d62728")
+    n, right_end = float(panel.n), max(float(panel.n), 1.0)
+    ax.set_xlim(0, right_end)
     ax.set_ylim(0, transit_top(panel))
+    _transit_axis_ticks(ax)  # k and the throughput, at round values
+    # the paper's reversed axis: x = n - k, at the positions k = n - x of round values of x
+    x_values = _transit_ticks(n - right_end, n)
+    top_scale(ax, n - x_values, _plain_tick_labels(x_values, n - right_end, n),
+              "x = n - k: threads in the compute system", color="#d62728", fontsize=8, title_fontsize=9)
     ax.set_xlabel(panel.k_label + f"   (n = {panel.n:,.0f})", fontsize=10)
     ax.set_ylabel(f"throughput ({panel.throughput_unit})" if panel.throughput_unit else "throughput", fontsize=10)
     title = panel.title if not panel.state else f"{panel.title}\n{panel.state}"
     ax.set_title(title, fontsize=10.5)
-    ax.grid(True, color="#e5e5e5", linewidth=0.6)
-    ax.tick_params(labelsize=9)
     if legend:
         ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
+
+
+TRANSIT_TICK_FONTSIZE = 9.0
+
+
+def _transit_axis_ticks(ax: Any) -> bool:
+    """Put (or put again) the k and throughput ticks of a Transit panel where matplotlib's default locator
+    would at the panel's current size, as plain artists (``figure_layout.plain_ticks``: no tick objects,
+    nothing located at draw time); True when they changed."""
+    from nvperf_bridge.reports.figure_layout import auto_tick_count, plain_ticks
+
+    changed = False
+    for name, (low, high) in (("x", ax.get_xlim()), ("y", ax.get_ylim())):
+        values = _transit_ticks(low, high, auto_tick_count(ax, name, TRANSIT_TICK_FONTSIZE))
+        if np.array_equal(values, getattr(ax, f"_transit_{name}_ticks", None)):
+            continue
+        setattr(ax, f"_transit_{name}_ticks", values)
+        plain_ticks(ax, name, values, _plain_tick_labels(values, low, high), fontsize=TRANSIT_TICK_FONTSIZE,
+                    grid={"color": "#e5e5e5", "linewidth": 0.6})
+        changed = True
+    return changed
+
+
+def _transit_ticks(low: float, high: float, intervals: int = 9) -> np.ndarray:
+    """Round tick values inside [low, high], as matplotlib's default locator (``AutoLocator``) chooses
+    them for at most ``intervals`` intervals (9: an axes wider than about 3.4 inches)."""
+    from matplotlib.ticker import MaxNLocator
+
+    values = MaxNLocator(nbins=intervals, steps=[1, 2, 2.5, 5, 10]).tick_values(low, high)
+    slack = (high - low) * 1e-10
+    return values[(values >= low - slack) & (values <= high + slack)]
+
+
+def _plain_tick_labels(values: np.ndarray, low: float, high: float) -> list[str]:
+    """``values`` written as a linear axis over [low, high] labels its ticks (matplotlib's ScalarFormatter)."""
+    from matplotlib.ticker import ScalarFormatter
+
+    formatter = ScalarFormatter()
+    formatter.create_dummy_axis()
+    formatter.axis.set_view_interval(low, high)
+    return formatter.format_ticks(values)
 
 
 def transit_top(panel: TransitCurves) -> float:
@@ -284,18 +366,19 @@ def draw_roofline(data: RooflineData, *, width: float = 7.5, height: float = 5.2
                     xytext=(6, 4), fontsize=9)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    plain_log_ticks(ax)  # 0.1, 1, 1,000 as on the accuracy figure (no math text to typeset)
     ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
     ax.set_ylabel("achieved GFLOP/s")
     title = f"Roofline - {', '.join(roofs)}"
     if not placed:
         title += " (no group has FLOP counters, DRAM bytes and a time)"
     ax.set_title(title, fontsize=11)
-    ax.grid(True, which="major", alpha=0.3)
     if several:
         ax.legend(loc="lower right", fontsize=8)
     minor_log_marks(ax)
+    _log_axes_ticks(ax, ROOFLINE_TICKS)  # 0.1, 1, 1,000 as on the accuracy figure (no math text to typeset)
     fixed_layout(fig, [ax], 1, 1)
+    if _log_axes_ticks(ax, ROOFLINE_TICKS):  # other ticks at the final size
+        fixed_layout(fig, [ax], 1, 1)
     return fig
 
 
@@ -323,19 +406,68 @@ class FigureOrder:
     dpi: int = 110
 
 
+# How the report figures are drawn (``draw_order``), chosen for a small report's wall time, which its
+# figures set: text without hinting (FreeType's autohinter, run on every glyph drawn, was 15% of the
+# Transit figure's drawing; unhinted antialiased text at 110 dpi reads the same), and PNGs deflated at
+# zlib level 3 instead of 6 (the same pixels, 30% less encoding time, files within 10% of the size).
+REPORT_RC = {"text.hinting": "no_hinting"}
+REPORT_PNG_LEVEL = 3
+
+
 def draw_order(order: FigureOrder) -> ReportFigure:
     """The PNG of one report figure (the same function in this process and in the figure worker)."""
+    from matplotlib import rc_context
+
     data = order.data
-    if isinstance(data, AccuracyData):
-        fig = draw_accuracy(data)
-    elif isinstance(data, RooflineData):
-        fig = draw_roofline(data)
-    else:
-        panels, suptitle = data
-        fig = transit_figure(panels, suptitle=suptitle)
+    with rc_context(REPORT_RC):  # the layout's text metrics and the drawing alike
+        if isinstance(data, AccuracyData):
+            fig = draw_accuracy(data)
+        elif isinstance(data, RooflineData):
+            fig = draw_roofline(data)
+        else:
+            panels, suptitle = data
+            fig = transit_figure(panels, suptitle=suptitle)
+        png = figure_bytes(fig, dpi=order.dpi, png_level=REPORT_PNG_LEVEL)
     width, height = fig.get_size_inches()
-    return ReportFigure(order.key, order.caption, figure_bytes(fig, dpi=order.dpi), int(width * order.dpi),
-                        int(height * order.dpi))
+    return ReportFigure(order.key, order.caption, png, int(width * order.dpi), int(height * order.dpi))
+
+
+def warm_up_drawing() -> None:
+    """Draw and encode one small figure that uses what the report figures use (lines, markers, a
+    scatter, a band, plain ticks on linear and log axes with the minor marks, an annotation with its
+    box and arrow, a top scale, legends, the fixed layout), at a low resolution, and throw it away:
+    matplotlib's set-up on a first draw (caches, lazily built objects) is then done before a report's
+    figures come (figure_worker)."""
+    from matplotlib import rc_context
+
+    from nvperf_bridge.reports.figure_layout import fixed_layout, minor_log_marks, top_scale
+
+    with rc_context(REPORT_RC):
+        fig = new_figure(2.0, 2.0, layout=None)
+        ax = fig.add_subplot(1, 2, 1)
+        ax.plot([0.0, 1.0], [0.0, 1.0], linewidth=2.0, label="a")
+        ax.plot([0.5], [0.5], marker="o", markersize=8)
+        ax.scatter([0.2, 0.3], [0.2, 0.3], s=20, marker="s", edgecolors="white", linewidths=0.4, label="b")
+        ax.annotate("k*\nf", xy=(0.5, 0.5), xytext=(5, 5), textcoords="offset points", fontsize=9,
+                    bbox={"boxstyle": "round,pad=0.25", "facecolor": "white", "edgecolor": "#999999", "alpha": 0.9},
+                    arrowprops={"arrowstyle": "-", "linewidth": 0.8})
+        top_scale(ax, [0.5], ["1"], "x", color="#d62728", fontsize=8, title_fontsize=9)
+        ax.set_title("t\nu", fontsize=10.5)
+        ax.set_xlabel("k", fontsize=10)
+        ax.set_xlim(0.0, 1.0)
+        ax.set_ylim(0.0, 1.0)
+        _transit_axis_ticks(ax)
+        ax.legend(fontsize=8)
+        log_ax = fig.add_subplot(1, 2, 2)
+        log_ax.fill_between([1.0, 10.0], [0.5, 5.0], [2.0, 20.0], alpha=0.12, linewidth=0)
+        log_ax.set_xscale("log")
+        log_ax.set_yscale("log")
+        minor_log_marks(log_ax, grid={"color": "#f0f0f0", "linewidth": 0.4})
+        _log_axes_ticks(log_ax, ACCURACY_TICKS)
+        legend = fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncols=2, fontsize=9,
+                            frameon=False)
+        fixed_layout(fig, [ax, log_ax], 1, 2, legend=legend)
+        figure_bytes(fig, dpi=30, png_level=REPORT_PNG_LEVEL)
 
 
 def sig(value: float) -> str:
@@ -346,5 +478,5 @@ def sig(value: float) -> str:
 __all__ = [
     "AccuracyData", "AccuracySeries", "FigureOrder", "MAX_SCATTER_POINTS", "MODEL_STYLES", "ReportFigure",
     "RooflineData", "RooflinePoint", "TransitCurves", "draw_accuracy", "draw_order", "draw_roofline",
-    "figure_bytes", "new_figure", "plain_log_ticks", "sig", "transit_figure", "transit_top",
+    "figure_bytes", "new_figure", "plain_log_label", "plain_log_ticks", "sig", "transit_figure", "transit_top", "warm_up_drawing",
 ]

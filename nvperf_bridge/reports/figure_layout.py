@@ -15,6 +15,7 @@ them, so the layout sees the final texts and limits.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Sequence
@@ -29,10 +30,25 @@ POINT = 1.0 / 72.0  # inches per point
 OUTER_PAD = 6 * POINT  # blank border around the figure
 LINE_SPACING = 1.2  # matplotlib's default line spacing, in font sizes
 
+# Inches each axes' top scale (``top_scale``) takes above its box, for ``axes_margins``.
+_TOP_SCALES: "weakref.WeakKeyDictionary[Axes, float]" = weakref.WeakKeyDictionary()
+# Per axes and axis ('x', 'y'), its plain ticks (``plain_ticks``): inches they take beside the box, inches
+# the last label stands out to the right (x), and their artists (replaced when drawn again).
+_PLAIN_TICKS: "weakref.WeakKeyDictionary[Axes, dict[str, tuple[float, float, list[Any]]]]" = \
+    weakref.WeakKeyDictionary()
 
-@lru_cache(maxsize=4)
+
 def _renderer(dpi: float) -> Any:
-    """A 1 x 1 pixel Agg renderer: its text metrics are the ones the saved figure uses, at no drawing cost."""
+    """A 1 x 1 pixel Agg renderer: its text metrics are the ones the saved figure uses, at no drawing cost.
+    One per hinting setting: matplotlib caches text metrics per renderer, not per hinting, so a text
+    measured hinted would otherwise be reused unhinted (``figure_draw.REPORT_RC``)."""
+    from matplotlib import rcParams
+
+    return _renderer_for(dpi, str(rcParams["text.hinting"]))
+
+
+@lru_cache(maxsize=8)
+def _renderer_for(dpi: float, _hinting: str) -> Any:
     from matplotlib.backends.backend_agg import RendererAgg
 
     return RendererAgg(1, 1, dpi)
@@ -111,9 +127,10 @@ def axes_margins(ax: "Axes") -> Margins:
     from matplotlib import rcParams
 
     margins = Margins()
-    margins.bottom = _tick_extent(ax.xaxis, "x") + _label_extent(ax.xaxis)
-    margins.left = _tick_extent(ax.yaxis, "y") + _label_extent(ax.yaxis)
-    top_axes = 0.0
+    plain = _PLAIN_TICKS.get(ax, {})  # ticks drawn as plain artists (``plain_ticks``): measured when made
+    margins.bottom = (plain["x"][0] if "x" in plain else _tick_extent(ax.xaxis, "x")) + _label_extent(ax.xaxis)
+    margins.left = (plain["y"][0] if "y" in plain else _tick_extent(ax.yaxis, "y")) + _label_extent(ax.yaxis)
+    top_axes = _TOP_SCALES.get(ax, 0.0)  # a second scale along the top (``top_scale``)
     for child in ax.child_axes:  # secondary_xaxis("top"): its ticks and label sit above the box
         if child.xaxis.get_ticks_position() == "top" or child.xaxis.get_label_position() == "top":
             top_axes = max(top_axes, _tick_extent(child.xaxis, "x") + _label_extent(child.xaxis))
@@ -123,7 +140,9 @@ def axes_margins(ax: "Axes") -> Margins:
     margins.above = top_axes
     margins.top = top_axes + title_height
     labels = _tick_labels(ax.xaxis)
-    if labels:  # the last x tick label may stand half outside the box
+    if "x" in plain:
+        margins.right = plain["x"][1]
+    elif labels:  # the last x tick label may stand half outside the box
         margins.right = text_inches(labels[-1], _tick_fontsize(ax.xaxis))[0] / 2
     return margins
 
@@ -165,6 +184,114 @@ def fixed_layout(fig: "Figure", axes: Sequence["Axes"], rows: int, columns: int,
     for ax, margins in zip(axes, each):
         # a title placed by hand stays where it is at draw time (no measuring pass of its own)
         ax.set_title(ax.title.get_text(), fontsize=ax.title.get_fontsize(), y=1.0 + margins.above / box_h)
+
+
+def top_scale(ax: "Axes", positions: Sequence[float], labels: Sequence[str], title: str, *, color: str,
+              fontsize: float, title_fontsize: float) -> None:
+    """A second scale along the top of ``ax``: tick marks at ``positions`` (data x) labelled ``labels``,
+    and ``title`` above them, in ``color``; ``axes_margins`` then leaves room for it.
+
+    What ``secondary_xaxis`` shows, drawn as plain artists: one line of tick marks and one text per
+    label (a secondary axis is a second Axes whose locator, transforms and tick objects are worked out
+    again at every draw; on the Transit figure it was a fifth of the drawing). Looks like a major
+    x axis on top: the rcParams' tick length, width and pad, the axis label pad."""
+    from matplotlib import rcParams
+    from matplotlib.lines import Line2D
+    from matplotlib.markers import TICKUP
+    from matplotlib.text import Text
+    from matplotlib.transforms import offset_copy
+
+    fig = ax.get_figure()
+    size, pad = rcParams["xtick.major.size"], rcParams["xtick.major.pad"]
+    along_top = ax.get_xaxis_transform()  # x in data, y in axes fraction
+    positions = np.asarray(positions, dtype=float)
+    if positions.size:
+        ax.add_artist(Line2D(positions, np.ones_like(positions), linestyle="none", marker=TICKUP, markersize=size,
+                             markeredgewidth=rcParams["xtick.major.width"], color=color, transform=along_top,
+                             clip_on=False, zorder=2.5, label="_top scale ticks"))
+    at_labels = offset_copy(along_top, fig, y=size + pad, units="points")
+    for position, label in zip(positions, labels):
+        ax.add_artist(Text(position, 1.0, label, color=color, fontsize=fontsize, ha="center", va="bottom",
+                           transform=at_labels, clip_on=False, gid="top scale label"))
+    label_height = fontsize * LINE_SPACING if labels else 0.0  # points
+    labelpad = rcParams["axes.labelpad"]
+    ax.add_artist(Text(0.5, 1.0, title, color=color, fontsize=title_fontsize, ha="center", va="bottom",
+                       transform=offset_copy(ax.transAxes, fig, y=size + pad + label_height + labelpad,
+                                             units="points"), clip_on=False, gid="top scale title"))
+    _TOP_SCALES[ax] = ((size + pad + label_height + labelpad) * POINT
+                       + (text_inches(title, title_fontsize)[1] if title else 0.0))
+
+
+def plain_ticks(ax: "Axes", name: str, values: Sequence[float], labels: Sequence[str], *, fontsize: float,
+                grid: dict[str, Any]) -> None:
+    """The major ticks of ``ax``'s linear ``name`` axis ('x' or 'y') at fixed ``values`` (inside the
+    limits) labelled ``labels``, drawn as plain artists: one line of tick marks, one of grid lines
+    (``grid``: their style) and one text per label; the axis label is placed beyond them, and
+    ``axes_margins`` leaves room for them. Called again for the same axis, it replaces them.
+
+    The same marks, lines and labels as matplotlib's ticks in the default style, without a tick object
+    (two lines and two texts, each set up and drawn apart) per value: on the Transit figure, three
+    panels of 8-9 ticks a side, that was a sixth of the drawing."""
+    from matplotlib import rcParams
+    from matplotlib.lines import Line2D
+    from matplotlib.markers import TICKDOWN, TICKLEFT
+    from matplotlib.text import Text
+    from matplotlib.ticker import NullLocator
+    from matplotlib.transforms import offset_copy
+
+    fig = ax.get_figure()
+    drawn = _PLAIN_TICKS.setdefault(ax, {})
+    for artist in drawn.pop(name, (0.0, 0.0, []))[2]:
+        artist.remove()
+    axis = ax.xaxis if name == "x" else ax.yaxis
+    axis.set_major_locator(NullLocator())
+    axis.set_minor_locator(NullLocator())
+    values = np.asarray(values, dtype=float)
+    size, pad = rcParams[f"{name}tick.major.size"], rcParams[f"{name}tick.major.pad"]
+    transform = ax.get_xaxis_transform() if name == "x" else ax.get_yaxis_transform()
+    across = np.zeros_like(values)
+    artists = [Line2D(*((values, across) if name == "x" else (across, values)), linestyle="none",
+                      marker=TICKDOWN if name == "x" else TICKLEFT, markersize=size,
+                      markeredgewidth=rcParams[f"{name}tick.major.width"], color=rcParams[f"{name}tick.color"],
+                      transform=transform, clip_on=False, zorder=1.5, label=f"_{name} ticks")]
+    ends = np.repeat(values, 3)
+    ends[2::3] = np.nan  # a break between grid lines
+    span = np.tile([0.0, 1.0, np.nan], values.size)
+    artists.append(Line2D(*((ends, span) if name == "x" else (span, ends)), transform=transform, zorder=1.5,
+                          label=f"_{name} grid", **grid))
+    shift = size + pad  # points from the box to the labels, as matplotlib's tick labels
+    labels = list(labels)
+    if name == "x":
+        place = offset_copy(transform, fig, y=-shift, units="points")
+        artists += [Text(value, 0.0, label, fontsize=fontsize, ha="center", va="top", transform=place, clip_on=False,
+                         zorder=1.5, gid=f"{name} tick label") for value, label in zip(values, labels)]
+        extent = shift * POINT + (text_inches("0", fontsize)[1] if labels else 0.0)
+    else:
+        place = offset_copy(transform, fig, x=-shift, units="points")
+        artists += [Text(0.0, value, label, fontsize=fontsize, ha="right", va="center_baseline", transform=place,
+                         clip_on=False, zorder=1.5, gid=f"{name} tick label") for value, label in zip(values, labels)]
+        extent = shift * POINT + max((text_inches(t, fontsize)[0] for t in labels), default=0.0)
+    for artist in artists:
+        ax.add_artist(artist)
+    # the axis label beyond the tick labels, with matplotlib's label pad (placed once, not measured at draw)
+    beyond = extent + rcParams["axes.labelpad"] * POINT
+    if name == "x":
+        axis.set_label_coords(0.5, 0.0, transform=offset_copy(ax.transAxes, fig, y=-beyond, units="inches"))
+    else:
+        axis.set_label_coords(0.0, 0.5, transform=offset_copy(ax.transAxes, fig, x=-beyond, units="inches"))
+    right = text_inches(labels[-1], fontsize)[0] / 2 if name == "x" and labels else 0.0
+    drawn[name] = (extent, right, artists)
+
+
+def auto_tick_count(ax: "Axes", name: str, fontsize: float, least: int = 1) -> int:
+    """``Axis.get_tick_space`` of ``ax``'s ``name`` axis at its current size (its box as drawn, after a
+    fixed aspect), which matplotlib's default locators take as their most intervals (linear, at least
+    ``least``=1) or ticks (log, ``least``=2): a label every 3 font sizes along x, 2 along y; at most 9."""
+    ax.apply_aspect()
+    box = ax.get_position(original=False)
+    width, height = (float(v) for v in ax.get_figure().get_size_inches())
+    length = (box.width * width if name == "x" else box.height * height) * 72.0
+    return int(np.clip(np.floor(length / (fontsize * (3 if name == "x" else 2))), least, 9))
 
 
 def minor_log_marks(ax: "Axes", *, grid: dict[str, Any] | None = None) -> None:
