@@ -478,5 +478,6 @@ def sig(value: float) -> str:
 __all__ = [
     "AccuracyData", "AccuracySeries", "FigureOrder", "MAX_SCATTER_POINTS", "MODEL_STYLES", "ReportFigure",
     "RooflineData", "RooflinePoint", "TransitCurves", "draw_accuracy", "draw_order", "draw_roofline",
-    "figure_bytes", "new_figure", "plain_log_label", "plain_log_ticks", "sig", "transit_figure", "transit_top", "warm_up_drawing",
+    "figure_bytes", "new_figure", "plain_log_label", "plain_log_ticks", "sig", "transit_figure", "transit_top",
+    "warm_up_drawing",
 ]
