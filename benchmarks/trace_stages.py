@@ -8,9 +8,8 @@ read trace, combine (drop overlaps, the metrics + trace join), models (launch ge
 model), review + JSON (groups, verdicts, advice and the report, encoded and thrown away). Each line gives wall
 and CPU seconds (the process's, every thread's), the main thread's own CPU seconds and the process's peak RSS
 after the stage; ``--json`` prints them as one JSON object. The trace is parsed by pyarrow on a thread of its own
-while the main thread takes the blocks apart (``arrow_csv.ReadAhead``): on an idle machine the stage's wall is
-about the main thread's CPU, the rest of its CPU ran beside it. As in the command, the trace's reader is opened
-before the imports (``importers.early_read``): the import stage's CPU holds the part of the parse done by then.
+while the main thread takes the blocks apart (``nvprof_trace._ReadAhead``): on an idle machine the stage's wall is
+about the main thread's CPU, the rest of its CPU ran beside it.
 """
 
 from __future__ import annotations
@@ -35,10 +34,8 @@ def stages(metrics: Path, trace: Path, gpu: str | None) -> list[dict[str, float 
                     "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
         mark[:] = [wall, cpu, main]
 
-    from nvperf_bridge.importers import early_read
     from nvperf_bridge.text_storage import python_text
 
-    early_read.start([metrics, trace])  # as the command does: the trace's parse begins beside the imports
     with python_text():  # the text storage the command line runs with
         from nvperf_bridge.analysis import analyze
         from nvperf_bridge.importers import read_parts
@@ -61,7 +58,6 @@ def stages(metrics: Path, trace: Path, gpu: str | None) -> list[dict[str, float 
             for chunk in iter_json(analysis):
                 sink.write(chunk)
         lap("review + JSON")
-    early_read.close_all()
     return out
 
 

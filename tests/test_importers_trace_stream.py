@@ -13,8 +13,7 @@ import pandas as pd
 import pytest
 
 from nvperf_bridge.errors import InputError
-from nvperf_bridge.importers import nvprof_trace, read_parts, text, trace_reader
-from nvperf_bridge.importers.arrow_csv import ReadAhead
+from nvperf_bridge.importers import nvprof_trace, read_parts, text
 from conftest import realdata_files
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "import"
@@ -97,7 +96,7 @@ def test_small_blocks_with_columns_empty_at_first_or_throughout(realdata_dir: Pa
     dropped = set(copies[:1] if memcpy == "late" else copies)
     path = tmp_path / "trace.csv"
     path.write_text("".join(line for i, line in enumerate(lines) if i not in dropped), encoding="utf-8")
-    monkeypatch.setattr(trace_reader, "ARROW_BLOCK", 512)  # a few rows per block
+    monkeypatch.setattr(nvprof_trace, "ARROW_BLOCK", 512)  # a few rows per block
     monkeypatch.setattr(nvprof_trace, "RELEASE_EVERY", 1)
     read = []
     original = nvprof_trace._arrow_table
@@ -111,7 +110,7 @@ def test_small_blocks_with_columns_empty_at_first_or_throughout(realdata_dir: Pa
 def _parse_threads() -> list:
     import threading
 
-    return [t for t in threading.enumerate() if t.name == trace_reader.PARSE_THREAD]
+    return [t for t in threading.enumerate() if t.name == "nvprof-trace-parse"]
 
 
 @pytest.mark.parametrize("change", ["crlf", "nul", "ragged"])
@@ -131,7 +130,7 @@ def test_what_pyarrow_must_not_read_goes_to_pandas_and_its_parse_thread_stops(
         lines[-3] = lines[-3].rstrip("\n") + ",1\n"
     path = tmp_path / "trace.csv"
     path.write_text("".join(lines), encoding="utf-8", newline="")
-    monkeypatch.setattr(trace_reader, "ARROW_BLOCK", 1 << 16)  # many blocks: the parse runs ahead
+    monkeypatch.setattr(nvprof_trace, "ARROW_BLOCK", 1 << 16)  # many blocks: the parse runs ahead
     read = []
     original = nvprof_trace._arrow_table
     monkeypatch.setattr(nvprof_trace, "_arrow_table", lambda *a, **k: read.append(original(*a, **k)) or read[-1])
@@ -146,13 +145,13 @@ def test_what_pyarrow_must_not_read_goes_to_pandas_and_its_parse_thread_stops(
 
 def test_a_read_ahead_stopped_early_leaves_no_thread() -> None:
     # the consumer may stop after the first block (a row without a name): closing waits for the thread
-    stream = ReadAhead(iter(range(100)), 2, name=trace_reader.PARSE_THREAD)
+    stream = nvprof_trace._ReadAhead(iter(range(100)), 2)
     assert next(stream) == 0
     stream.close()
     assert not _parse_threads()
-    with ReadAhead(iter([1, 2]), 1, name=trace_reader.PARSE_THREAD) as both:
+    with nvprof_trace._ReadAhead(iter([1, 2]), 1) as both:
         assert list(both) == [1, 2]
-    failing = ReadAhead((1 / x for x in (1, 0)), 1, name=trace_reader.PARSE_THREAD)
+    failing = nvprof_trace._ReadAhead((1 / x for x in (1, 0)), 1)
     assert next(failing) == 1.0
     with pytest.raises(ZeroDivisionError):
         next(failing)

@@ -55,7 +55,6 @@ def analyze_command(
 ) -> None:
     """Run the analytical models on every kernel and write a Markdown, JSON, CSV or Excel report."""
     from nvperf_bridge.errors import UsageError
-    from nvperf_bridge.importers import early_read
     from nvperf_bridge.reports.progress import Progress
     from nvperf_bridge.reports.render import format_for, report_outputs
     from nvperf_bridge.reports.write import check_writable, write_outputs
@@ -79,8 +78,6 @@ def analyze_command(
     # meanwhile and draws beside the rest, a large report's by one started once they are needed (below)
     figures = report_format == "xlsx" or (report_format == "md" and output is not None)
     worker = start_figure_worker(files) if figures else None  # first: its imports run beside pandas'
-    # a large trace's reader too: pyarrow parses it on the second core while pandas and the models import
-    start_early_reads(files)
     try:
         with python_text():  # Python-backed pandas text, as without pyarrow (text_storage: cli leaves it
             # to this command, so that the figure worker above starts before pandas is imported)
@@ -99,7 +96,6 @@ def analyze_command(
             else:
                 write_outputs({path: data for path, data in outputs.items() if path is not None}, force=force)
     finally:
-        early_read.close_all()  # a reader the importer did not take (another path, or the run failed)
         if worker is not None:
             worker.close()
         progress.done()
@@ -130,21 +126,6 @@ def start_figure_worker(files: list[Path]) -> Any:
         except OSError:
             return None
     return FigureWorker.start() if total <= IN_PROCESS_BYTES else None
-
-
-def start_early_reads(files: list[Path]) -> None:
-    """Open the pyarrow readers of large inputs before pandas is imported (``importers.early_read``), where
-    this process reads the files itself: not for folders (their files are found later) nor for files that
-    worker processes parse (``discovery.parallel_pays``)."""
-    from nvperf_bridge.discovery import parallel_pays
-    from nvperf_bridge.importers import early_read
-
-    try:
-        if not files or not all(path.is_file() for path in files) or parallel_pays(files):
-            return
-    except OSError:
-        return  # the reader names the file and the reason
-    early_read.start(files)
 
 
 def build_analysis(

@@ -8,9 +8,6 @@ Layouts (one module each): ``ncu_raw`` (``ncu --csv --page raw``),
 ``ncu_details`` (``ncu --csv``, long: one metric per row), ``nvprof_metrics``
 (``nvprof --metrics/--events --csv``), ``nvprof_trace`` (``--print-gpu-trace``
 and ``--print-gpu-summary``), ``kernel_yaml`` (hand-written records).
-
-The package itself imports no pandas (its importers do): ``early_read`` opens a large input's reader
-before the command imports pandas.
 """
 
 from __future__ import annotations
@@ -18,15 +15,14 @@ from __future__ import annotations
 import importlib
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+import pandas as pd
 
 from nvperf_bridge.errors import InputError
 # the submodule is loaded before the function ``sniff`` below is defined: importing it later would rebind
 # the package attribute ``sniff`` to the module (then ``from nvperf_bridge.importers import sniff`` breaks)
 from nvperf_bridge.importers import sniff as _sniff_module  # noqa: F401  (light: csv, io, re only)
-
-if TYPE_CHECKING:
-    from nvperf_bridge.kernelframe import ImportResult
+from nvperf_bridge.kernelframe import ImportResult
 
 # format name -> module that reads it (each has ``read(path, text) -> Parsed``)
 IMPORTERS: dict[str, str] = {
@@ -104,12 +100,11 @@ def read_parts(path: str | Path, *, raw_columns: frozenset[str] | None = None) -
     (a note says so); anything else left unread is named in a note with its
     line. Never a silent stop at the end of the first table.
     """
-    from nvperf_bridge.importers.head import ends_with_newline, read_head
-    from nvperf_bridge.importers.text import drop_cut_last_line, read_text_as
+    from nvperf_bridge.importers.text import drop_cut_last_line, read_head, read_text_as
 
     path = Path(path)
     head = read_head(path)
-    if head is not None and ends_with_newline(path):  # a cut-off file goes the whole-text way: its last row is dropped
+    if head is not None and _ends_with_newline(path):  # a cut-off file goes the whole-text way: its last row is dropped
         found = _sniff_bounded(path, head.text)
         streamed = {"ncu-raw": "nvperf_bridge.importers.ncu_raw", "nvprof-trace": "nvperf_bridge.importers.nvprof_trace",
                     "ncu-details": "nvperf_bridge.importers.ncu_details"}
@@ -177,8 +172,6 @@ def _join_runs(parts: list, tables: list, text: str) -> list:
     the next one's in MB); their kernel rows are then one table of the file,
     so the file is listed once, with a note naming the lines its runs start at.
     """
-    import pandas as pd
-
     from nvperf_bridge.importers.canonical import finish
 
     out: list = []
@@ -279,6 +272,15 @@ def _unread_text_notes(text: str, first: int, spans: list[tuple[int, int]], line
                      f"{lines_before + text.count(chr(10), 0, offset) + 1}" + (f" ({what}: not a kernel table)" if what else "")
                      + f": {shown[:60]!r}")
     return notes
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        fh.seek(0, 2)
+        if fh.tell() == 0:
+            return False
+        fh.seek(-1, 2)
+        return fh.read(1) == b"\n"
 
 
 def read_profiles(paths: list[Path], *, progress: bool = False) -> ImportResult:

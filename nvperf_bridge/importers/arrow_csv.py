@@ -1,6 +1,5 @@
-"""What the importers that read with pyarrow's CSV reader share: whether they can, its memory pool, the
-byte checks that send a file to the whole-text path instead, and a thread that takes a streaming reader's
-batches ahead of their consumer (``ReadAhead``).
+"""What the importers that read with pyarrow's CSV reader share: whether they can, its memory pool, and
+the byte checks that send a file to the whole-text path instead.
 
 pyarrow is a runtime dependency, but each importer keeps pandas' parser as its fallback: ``csv_reader``
 is None where pyarrow cannot be imported, and the caller then takes that path. pyarrow's reader takes
@@ -11,9 +10,6 @@ table holding either goes that way, found as the reader's blocks are read (``Fil
 
 from __future__ import annotations
 
-import contextlib
-import queue
-import threading
 from pathlib import Path
 from types import ModuleType
 
@@ -58,6 +54,8 @@ class FileRegion:
     PACE_WAIT_S = 0.05
 
     def __init__(self, path: Path, start: int, end: int, ahead: int | None = None) -> None:
+        import threading
+
         self._fh = open(path, "rb")
         self._fh.seek(start)
         self._left = end - start
@@ -120,66 +118,3 @@ def rows_expected(path: Path, start: int, head: str) -> int:
     lines = max(1, head.count("\n"))
     per_line = max(1.0, len(head.encode("utf-8")) / lines)
     return int((path.stat().st_size - start) / per_line * 1.05) + 1024
-
-
-class ReadAhead:
-    """The items of ``batches`` (pyarrow's streaming reader), taken from it by a thread of its own, started
-    at once, at most ``depth`` ahead: pyarrow's parse (single-threaded, and it lets go of the interpreter
-    lock) runs on the other core while this thread takes the previous block apart. ``source`` (the
-    reader's ``FileRegion``, if given) is told of each batch taken, and is let read on freely once closed.
-    An exception of the reader is raised by ``__next__``; ``close`` stops the thread (a context manager
-    closes it)."""
-
-    _DONE = object()
-
-    def __init__(self, batches, depth: int, source=None, *, name: str = "arrow-read-ahead") -> None:
-        self._ready: queue.Queue = queue.Queue(depth)
-        self._stop = threading.Event()
-        self._source = source
-        self._thread = threading.Thread(target=self._take, args=(batches,), name=name, daemon=True)
-        self._thread.start()
-
-    def limit(self, depth: int) -> None:
-        """At most ``depth`` items ahead from now on (items already taken stay until consumed)."""
-        with self._ready.mutex:
-            self._ready.maxsize = depth
-
-    def _take(self, batches) -> None:
-        try:
-            for item in batches:
-                if self._source is not None:
-                    self._source.taken()
-                if self._stop.is_set():
-                    return
-                self._ready.put(item)
-        except BaseException as exc:  # handed to the consumer, raised there
-            self._ready.put(exc)
-            return
-        self._ready.put(self._DONE)
-
-    def __iter__(self) -> "ReadAhead":
-        return self
-
-    def __next__(self):
-        item = self._ready.get()
-        if item is self._DONE:
-            self._ready.put(item)  # a later call says the same
-            raise StopIteration
-        if isinstance(item, BaseException):
-            raise item
-        return item
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._source is not None:
-            self._source.unpace()  # a reader waiting to read on (the thread waits for it) goes ahead
-        while self._thread.is_alive():  # a put waiting for room returns once the queue is drained
-            with contextlib.suppress(queue.Empty):
-                self._ready.get(timeout=0.05)
-        self._thread.join()
-
-    def __enter__(self) -> "ReadAhead":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

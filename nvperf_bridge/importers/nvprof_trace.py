@@ -15,7 +15,10 @@ text are ignored with a note.
 
 from __future__ import annotations
 
+import contextlib
+import queue
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -24,7 +27,6 @@ import numpy as np
 import pandas as pd
 
 from nvperf_bridge.errors import InputError
-from nvperf_bridge.importers import early_read, trace_reader
 from nvperf_bridge.importers.base import Parsed, count_reasons
 from nvperf_bridge.importers.canonical import to_parsed
 from nvperf_bridge.importers.sniff import Sniffed
@@ -34,11 +36,11 @@ from nvperf_bridge.importers.text import (
     parse_numbers,
     read_streamed_table,
     read_table,
+    streamed_header,
     strip_device_index,
     table_at,
     unparsed,
 )
-from nvperf_bridge.importers.trace_reader import TEXT_COLUMNS as _TEXT_COLUMNS
 from nvperf_bridge.kernelframe import InputFile
 from nvperf_bridge.units import lookup
 
@@ -50,6 +52,8 @@ NON_KERNEL = (
     (r"^\[Unified Memory", "Unified Memory activity (not a kernel)"),
     (r"^\[", "other GPU activity (not a kernel)"),
 )
+_TEXT_COLUMNS = ("Name", "Device", "Context", "Stream", "SrcMemType", "DstMemType", "Type", "Unified Memory",
+                 "Virtual Address", "Correlation_ID")
 _KEPT_TEXT = ("Context", "Stream")  # the text columns the frame keeps under their own name (the others: read or left)
 _UNUSED_TEXT = ("SrcMemType", "DstMemType", "Unified Memory", "Virtual Address")  # memcpy columns, never kept
 NVVP_FORMAT = "nvvp-trace"
@@ -439,9 +443,15 @@ def _split_usual(names: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]] 
 
 # ---- pyarrow's CSV reader (a runtime dependency; pandas' C parser where it cannot be imported) ---------
 
+ARROW_BLOCK = 1 << 22  # bytes per block of pyarrow's streaming reader: one block's names are held at a time
 # blocks between returns of freed buffers to the system: jemalloc and the C heap keep them a while otherwise
 # (1M-launch trace: the read's peak 575 -> 525 MB)
 RELEASE_EVERY = 8
+# blocks pyarrow may parse ahead of the one being taken apart (``_ReadAhead``): 4 MiB each
+READ_AHEAD = 2
+# blocks the file may be read ahead of the batches taken (``arrow_csv.FileRegion``): pyarrow's reader would
+# hold up to 32 (1M-launch trace, pyarrow's read alone: peak RSS 205 -> 82 MB over the interpreter's)
+READ_BLOCKS_AHEAD = 8
 
 
 @dataclass
@@ -476,17 +486,19 @@ def _arrow_table(path: Path, head: Head, start: int, units: list[str] | None
     UTF-8, a row without a name (a blank line reads so), or no rows.
     """
     from nvperf_bridge.free_memory import release_free_memory
-    from nvperf_bridge.importers.arrow_csv import NotPlain, csv_reader, memory_pool, rows_expected
+    from nvperf_bridge.importers.arrow_csv import FileRegion, NotPlain, csv_reader, memory_pool, rows_expected
 
     reader_modules = csv_reader()
     if reader_modules is None:
         return None
-    pa = reader_modules[0]
+    pa, pa_csv = reader_modules
 
-    plan = trace_reader.plan_for(path, head, start, has_units=units is not None)
-    if plan is None:
+    has_units = units is not None
+    table = streamed_header(head, start, lambda *_: has_units)
+    if table is None or "Name" not in table.names:
         return None
-    names = list(plan.names)
+    names = table.names
+    types = {name: pa.string() if name in _TEXT_COLUMNS else pa.float64() for name in names}
     numeric = [name for name in names if name not in _TEXT_COLUMNS]
     unit_of = dict(zip(names, units)) if units else {}
     factors = [lookup((unit_of.get(name) or "").strip()) for name in numeric]
@@ -494,45 +506,55 @@ def _arrow_table(path: Path, head: Head, start: int, units: list[str] | None
     texts: dict[str, list] = {name: [] for name in names
                               if name in _TEXT_COLUMNS and name != "Name" and name not in _UNUSED_TEXT}
     # the numbers go straight into one block, a row per column, sized from the rows of the head
-    storage = np.empty((len(numeric), rows_expected(path, plan.start, head.text[start:])))
+    storage = np.empty((len(numeric), rows_expected(path, table.start, head.text[start:])))
     filled: set[int] = set()  # the storage rows of columns with a value so far
     n = 0
     split = _ArrowNames()
     pool = memory_pool()
     try:
-        # read once, each block looked at for carriage returns and NUL bytes (NotPlain) as it is read; by the
-        # reader ``early_read`` opened for this plan before pandas was imported, else by a new one
-        with early_read.take(plan) or trace_reader.TraceBatches(plan, trace_reader.READ_AHEAD) as batches:
-            for batch in batches:
-                if batch.column("Name").null_count:
-                    # a row without a name, or a blank line (a row of nulls to pyarrow, where the table ends
-                    # for pandas' path): pandas' path tells them apart
-                    return None
-                m = batch.num_rows
-                if n + m > storage.shape[1]:  # more rows than the head promised: a larger block
-                    grown = np.empty((len(numeric), (n + m) * 3 // 2 + 1024))
-                    grown[:, :n] = storage[:, :n]
-                    storage = grown
-                for row, name in enumerate(numeric):
-                    column = batch.column(name)
-                    if column.null_count == m and row not in filled:
-                        continue  # no value yet (memcpy's Size on kernel rows): the row is not touched
-                    if row not in filled:  # its first value: the rows before it are missing
-                        storage[row, :n] = np.nan
-                        filled.add(row)
-                    values = column.to_numpy(zero_copy_only=False)  # nulls: NaN
-                    if scale[row] is None:
-                        storage[row, n:n + m] = values
-                    else:  # in its base unit (ms -> ns), written straight into the block
-                        np.multiply(values, scale[row], out=storage[row, n:n + m])
-                n += m
-                for name, chunks in texts.items():
-                    chunks.append(batch.column(name))
-                split.add(batch.column("Name"))
-                if split.blocks % RELEASE_EVERY == 0:
-                    # the blocks' freed buffers go back now, not at the end: pyarrow's, and the C heap's (the
-                    # file's blocks are read into Python bytes on pyarrow's I/O thread)
-                    release_free_memory()
+        # read once, each block looked at for carriage returns and NUL bytes (NotPlain) as it is read
+        with FileRegion(path, table.start, path.stat().st_size, ahead=READ_BLOCKS_AHEAD) as source:
+            reader = pa_csv.open_csv(
+                source,
+                read_options=pa_csv.ReadOptions(skip_rows=2 if has_units else 1, column_names=names,
+                                                block_size=ARROW_BLOCK),
+                parse_options=pa_csv.ParseOptions(newlines_in_values=False, ignore_empty_lines=False),
+                convert_options=pa_csv.ConvertOptions(column_types=types, null_values=[""],
+                                                      strings_can_be_null=True, quoted_strings_can_be_null=True,
+                                                      check_utf8=True),
+                memory_pool=pool,
+            )
+            with _ReadAhead(reader, READ_AHEAD, source) as batches:
+                for batch in batches:
+                    if batch.column("Name").null_count:
+                        # a row without a name, or a blank line (a row of nulls to pyarrow, where the table ends
+                        # for pandas' path): pandas' path tells them apart
+                        return None
+                    m = batch.num_rows
+                    if n + m > storage.shape[1]:  # more rows than the head promised: a larger block
+                        grown = np.empty((len(numeric), (n + m) * 3 // 2 + 1024))
+                        grown[:, :n] = storage[:, :n]
+                        storage = grown
+                    for row, name in enumerate(numeric):
+                        column = batch.column(name)
+                        if column.null_count == m and row not in filled:
+                            continue  # no value yet (memcpy's Size on kernel rows): the row is not touched
+                        if row not in filled:  # its first value: the rows before it are missing
+                            storage[row, :n] = np.nan
+                            filled.add(row)
+                        values = column.to_numpy(zero_copy_only=False)  # nulls: NaN
+                        if scale[row] is None:
+                            storage[row, n:n + m] = values
+                        else:  # in its base unit (ms -> ns), written straight into the block
+                            np.multiply(values, scale[row], out=storage[row, n:n + m])
+                    n += m
+                    for name, chunks in texts.items():
+                        chunks.append(batch.column(name))
+                    split.add(batch.column("Name"))
+                    if split.blocks % RELEASE_EVERY == 0:
+                        # the blocks' freed buffers go back now, not at the end: pyarrow's, and the C heap's (the
+                        # file's blocks are read into Python bytes on pyarrow's I/O thread)
+                        release_free_memory()
     except (pa.ArrowInvalid, NotPlain):
         return None  # ragged, text after the table, words in a number column, not UTF-8, CR or NUL: pandas' path
     finally:
@@ -800,3 +822,61 @@ class _ArrowNames:
         distinct[:] = list(self.ids)
         return NameSplit(np.concatenate(self.codes), distinct, self.suffix,
                          np.concatenate(self.missing))
+
+
+class _ReadAhead:
+    """The items of ``batches`` (pyarrow's streaming reader), taken from it by a thread of its own, started
+    at once, at most ``depth`` ahead: pyarrow's parse (single-threaded, and it lets go of the interpreter
+    lock) runs on the other core while this thread takes the previous block apart. ``source`` (the
+    reader's ``FileRegion``, if given) is told of each batch taken, and is let read on freely once closed.
+    An exception of the reader is raised by ``__next__``; ``close`` stops the thread (a context manager
+    closes it)."""
+
+    _DONE = object()
+
+    def __init__(self, batches, depth: int, source=None) -> None:
+        self._ready: queue.Queue = queue.Queue(depth)
+        self._stop = threading.Event()
+        self._source = source
+        self._thread = threading.Thread(target=self._take, args=(batches,), name="nvprof-trace-parse", daemon=True)
+        self._thread.start()
+
+    def _take(self, batches) -> None:
+        try:
+            for item in batches:
+                if self._source is not None:
+                    self._source.taken()
+                if self._stop.is_set():
+                    return
+                self._ready.put(item)
+        except BaseException as exc:  # handed to the consumer, raised there
+            self._ready.put(exc)
+            return
+        self._ready.put(self._DONE)
+
+    def __iter__(self) -> "_ReadAhead":
+        return self
+
+    def __next__(self):
+        item = self._ready.get()
+        if item is self._DONE:
+            self._ready.put(item)  # a later call says the same
+            raise StopIteration
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._source is not None:
+            self._source.unpace()  # a reader waiting to read on (the thread waits for it) goes ahead
+        while self._thread.is_alive():  # a put waiting for room returns once the queue is drained
+            with contextlib.suppress(queue.Empty):
+                self._ready.get(timeout=0.05)
+        self._thread.join()
+
+    def __enter__(self) -> "_ReadAhead":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

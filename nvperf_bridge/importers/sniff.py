@@ -55,7 +55,7 @@ class Sniffed:
 
 def sniff_text(text: str) -> Sniffed | None:
     """The layout of ``text`` and where its (first) table starts, or None when no known table is found."""
-    found = first_table(text, 0)
+    found = _first_table(text, 0)
     if found is not None:
         return found
     from nvperf_bridge.importers import kernel_yaml
@@ -79,7 +79,7 @@ def sniff_tables(text: str) -> list[Sniffed]:
     out: list[Sniffed] = []
     pos = 0
     while True:
-        found = first_table(text, pos)
+        found = _first_table(text, pos)
         if found is None:
             break
         out.append(found)
@@ -92,7 +92,7 @@ def sniff_tables(text: str) -> list[Sniffed]:
     return out
 
 
-def first_table(text: str, pos: int) -> Sniffed | None:
+def _first_table(text: str, pos: int) -> Sniffed | None:
     """The first known table header at or after character ``pos``."""
     for match in _HEADER_START.finditer(text, pos):
         line_end = text.find("\n", match.start())
