@@ -119,8 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+__all__ = ["SHIPPED_TABLE", "safe_load", "same_document", "shipped_table_lines", "shipped_yaml_files", "yaml_error"]
+
+
 if __name__ == "__main__":
     raise SystemExit(main())
-
-
-__all__ = ["SHIPPED_TABLE", "safe_load", "same_document", "shipped_table_lines", "shipped_yaml_files", "yaml_error"]

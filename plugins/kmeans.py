@@ -104,11 +104,6 @@ class Seeding:
         return np.array(self.drawn[:k], dtype=np.float64).reshape(k, points.shape[1])
 
 
-def kmeans_plusplus(points: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    """scipy's ``_kpp``: k centers drawn from ``points`` (k-means++, Arthur & Vassilvitskii 2007)."""
-    return Seeding(rng).centers(points, k)
-
-
 def squared_distances(points: np.ndarray, center: np.ndarray) -> np.ndarray:
     """Squared Euclidean distance of each row of ``points`` to ``center``: the squared differences summed
     feature by feature, from 0 (as scipy's cdist and _vq's small-feature loop sum them)."""

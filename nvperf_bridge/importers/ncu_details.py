@@ -259,9 +259,8 @@ def _from_coded(path: Path, table: dict[str, coded.Coded], n_rows: int, header_l
         column[launch_codes[rows]] = value.values(rows)
         wide[metric_names[code]] = column
     # a metric's kind: its values' main kind, or where it has no value the kind of its first row's unit
-    kind_of_metric = main_kind.copy()
-    for code in np.flatnonzero(kind_of_metric < 0):
-        kind_of_metric[code] = kind_of_row[int(np.argmax(metric_codes == code))]
+    # (metric codes are numbered in order of first appearance: ``_first_rows`` finds each one's first row)
+    kind_of_metric = np.where(main_kind >= 0, main_kind, kind_of_row[_first_rows(metric_codes)])
     kinds = {metric_names[c]: kind_names[k] for c, k in enumerate(kind_of_metric.tolist())}
 
     ident = pd.DataFrame(index=range(n_launch))
