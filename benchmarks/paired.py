@@ -18,6 +18,7 @@ names them; ``python benchmarks/generate.py all N DIR`` writes them).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -89,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, help="launches of the generated input (default: run.py's sizes)")
     parser.add_argument("--realdata", type=Path, default=run.REPO.parent / "shared" / "realdata")
     options = parser.parse_args(argv)
+    for script in (options.old, options.new):
+        if not os.access(script, os.X_OK):
+            raise SystemExit(f"paired.py: {script}: no such console script; pass an install's bin/nvperf-bridge")
     for case in options.case:
         print("\n".join(compare(options.old, options.new, case, options.pairs, options.workdir, options.realdata,
                                 options.size)), flush=True)
