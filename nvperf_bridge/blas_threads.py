@@ -1,4 +1,5 @@
-"""Run a block with OpenBLAS on one thread (the statistical model's tall-skinny products).
+"""Run a block with OpenBLAS on one thread (the statistical model's tall-skinny products), or a whole
+small command (``one_thread_from_load``).
 
 numpy and scipy ship OpenBLAS, which splits a product over every core it sees. For the shapes
 Kerr's model computes on a million kernels (100k distinct rows x 18 counters times its
@@ -14,12 +15,22 @@ The libraries are found in ``/proc/self/maps`` (Linux) and driven through their 
 numpy and scipy wheels carry, 64- and 32-bit integer interfaces). Elsewhere (another BLAS,
 another platform) the block runs unchanged. Only libraries already loaded are found; each
 entry, nested ones included, also sets a library loaded since (scipy's, imported inside).
+
+OpenBLAS also costs CPU where nothing is multiplied: when it loads (``import numpy``) it starts its
+thread pool, and each thread it starts spins, waiting for work, for a while before it sleeps.
+``python -c "import numpy"`` took 0.12-0.16 CPU s on this 2-core machine against 0.05-0.07 with
+``OPENBLAS_NUM_THREADS=1``, for the same 0.07-0.10 s wall. A small report runs two processes (the
+command and its figure worker, ``reports/figure_worker.py``) that both import numpy at once, so each
+one's spinning thread took the core the other one was using. ``one_thread_from_load`` asks for one
+thread before numpy loads, for a command whose inputs are too small to give a product worth
+splitting.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,6 +42,9 @@ _SYMBOLS = (
     ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
     ("openblas_get_num_threads", "openblas_set_num_threads"),
 )
+
+# The environment variable OpenBLAS reads its thread count from when it loads (numpy's and scipy's builds too)
+THREADS_VARIABLE = "OPENBLAS_NUM_THREADS"
 
 _LOCK = threading.Lock()
 _DEPTH = 0
@@ -93,4 +107,13 @@ def one_thread() -> Iterator[None]:
                 _SAVED.clear()
 
 
-__all__ = ["one_thread"]
+def one_thread_from_load() -> None:
+    """Before numpy is imported: the OpenBLAS libraries this process (and the processes it starts) will
+    load start with one thread, unless the environment already says how many. Nothing happens once
+    numpy is loaded (its pool is started), so a caller that imported it (a test, a notebook) keeps its
+    own."""
+    if "numpy" not in sys.modules:
+        os.environ.setdefault(THREADS_VARIABLE, "1")
+
+
+__all__ = ["THREADS_VARIABLE", "one_thread", "one_thread_from_load"]

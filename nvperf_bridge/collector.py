@@ -9,6 +9,10 @@ and when the interpreter shuts down it makes one last full pass over every objec
 
 - ``fewer_collections``: young passes every 10,000 allocations instead of 700 (a full pass still comes
   every million, so cycles left by a long run are still freed).
+- ``imports_begin`` / ``imports_done``: in a process of its own, the collector is off while a command
+  imports numpy, pandas and its plugins. Imports make no garbage cycles (every pass there freed
+  nothing), yet its passes over what they had made so far took 0.04 CPU s of the small report's
+  import (ten young passes and one middle one of 0.02 s).
 - When the command runs in a process of its own (the console script, ``python -m nvperf_bridge``), the
   objects alive once the heavy imports are done, and again when the command ends, are moved out of the
   collector's reach (``gc.freeze``): they are modules, classes and functions that live until exit anyway.
@@ -22,6 +26,7 @@ from __future__ import annotations
 import gc
 
 _OWN_PROCESS = False  # set by cli.main when the command is the process's whole life
+_PAUSED = False  # the collector was turned off by imports_begin (imports_done or command_done turn it on)
 
 
 def fewer_collections() -> tuple[int, ...]:
@@ -37,11 +42,28 @@ def own_process(value: bool) -> None:
     _OWN_PROCESS = value
 
 
+def imports_begin() -> None:
+    """The heavy imports of a command come next: in a process of its own, the collector is off until
+    ``imports_done``. Elsewhere nothing happens."""
+    global _PAUSED
+    if _OWN_PROCESS and gc.isenabled():
+        gc.disable()
+        _PAUSED = True
+
+
 def imports_done() -> None:
     """The heavy imports of a command are done: in a process of its own, what they made is frozen (the
-    collector never walks it again). Elsewhere nothing happens."""
+    collector never walks it again) and the collector is on again. Elsewhere nothing happens."""
     if _OWN_PROCESS:
         gc.freeze()
+    _resume()
+
+
+def _resume() -> None:
+    global _PAUSED
+    if _PAUSED:
+        gc.enable()
+        _PAUSED = False
 
 
 def command_done() -> None:
@@ -49,8 +71,9 @@ def command_done() -> None:
     full collection at shutdown skips it (reference counting still frees the modules' objects as the
     interpreter clears them; files are closed and temporary files removed by the code that made them,
     before this). Elsewhere nothing happens."""
+    _resume()  # a command that ended before its imports were done
     if _OWN_PROCESS:
         gc.freeze()
 
 
-__all__ = ["command_done", "fewer_collections", "imports_done", "own_process"]
+__all__ = ["command_done", "fewer_collections", "imports_begin", "imports_done", "own_process"]

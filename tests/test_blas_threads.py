@@ -1,6 +1,13 @@
-"""blas_threads.one_thread: OpenBLAS on one thread inside the block, the caller's count restored after."""
+"""blas_threads: OpenBLAS on one thread inside a block (the caller's count restored after), or from its load in a
+command on small inputs."""
 
 from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,3 +37,59 @@ def test_one_thread_inside_the_block_and_the_count_restored_after() -> None:
         assert set(_thread_counts().values()) == {1}
     assert _thread_counts() == before
     assert np.array_equal(inside, outside)  # exact integers: the same product on any thread count
+
+
+_SMALL_PAIR = ("magus__metrics_rodinia_lud.csv", "magus__traces_rodinia_lud.csv")
+# the console command in a fresh process (argv None: its own process), then the OpenBLAS thread counts it ran with
+_COMMAND_THEN_COUNTS = (
+    "import sys\n"
+    "from nvperf_bridge import blas_threads, cli, discovery\n"
+    "discovery.IN_PROCESS_BYTES = int(sys.argv.pop(1))\n"
+    "sys.argv = ['nvperf-bridge'] + sys.argv[1:]\n"
+    "code = cli.main()\n"
+    "counts = [int(c[0]()) for c in map(blas_threads._controls, blas_threads._loaded_openblas()) if c]\n"
+    "print(sorted(set(counts)), file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def _command_thread_counts(realdata_dir: Path, tmp_path: Path, in_process_bytes: int,
+                           environment: dict[str, str]) -> list[int]:
+    pair = [realdata_dir / "magus" / name for name in _SMALL_PAIR]
+    if not all(p.exists() for p in pair):
+        pytest.skip("magus rodinia lud pair not found")
+    # cwd away from the checkout: `python -c` puts the working folder first on sys.path (test_collector.py)
+    done = subprocess.run([sys.executable, "-c", _COMMAND_THEN_COUNTS, str(in_process_bytes), "analyze",
+                           *map(str, pair), "-o", str(tmp_path / "r.json"), "--force", "-q"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path, env=environment)
+    assert done.returncode == 0, done.stderr
+    counts = json.loads(done.stderr.strip().splitlines()[-1])
+    if not counts:
+        pytest.skip("no OpenBLAS found (another BLAS or platform): the thread count is not ours to set")
+    return counts
+
+
+def _environment(**extra: str) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    return {**base, **extra}
+
+
+def test_a_command_on_small_inputs_starts_openblas_on_one_thread(realdata_dir: Path, tmp_path: Path) -> None:
+    """A small input has no product worth splitting, and a pool's start spins a second core the figure worker
+    needs: one thread from the load. A large input keeps OpenBLAS's own count; the user's setting wins."""
+    small = _command_thread_counts(realdata_dir, tmp_path, 16 * 1024 * 1024, _environment())
+    assert small == [1]
+    if (os.cpu_count() or 1) > 1:
+        large = _command_thread_counts(realdata_dir, tmp_path, 1, _environment())  # every input "large"
+        assert large != [1]
+    users = _command_thread_counts(realdata_dir, tmp_path, 16 * 1024 * 1024,
+                                   _environment(OPENBLAS_NUM_THREADS="2"))
+    assert users == [2]
+
+
+def test_one_thread_from_load_leaves_a_loaded_numpy_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once numpy is imported its pool is running: the environment is not touched (a test or notebook calling
+    the command in process keeps its settings, and its subprocesses theirs)."""
+    monkeypatch.delenv(blas_threads.THREADS_VARIABLE, raising=False)
+    blas_threads.one_thread_from_load()
+    assert blas_threads.THREADS_VARIABLE not in os.environ

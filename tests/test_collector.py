@@ -1,4 +1,5 @@
-"""The cycle collector: frozen out of the imports only in a process the command ends (collector.py)."""
+"""The cycle collector: off during the imports and frozen out of them only in a process the command ends
+(collector.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nvperf_bridge import cli
+from nvperf_bridge import cli, collector
 
 PAIR = ("magus__metrics_rodinia_lud.csv", "magus__traces_rodinia_lud.csv")
 
@@ -52,3 +53,26 @@ def test_the_console_command_freezes_its_imports_and_writes_the_same_report(real
     for doc in (first, second):
         doc.pop("created", None)
     assert first == second
+
+
+def test_the_collector_is_off_while_the_command_imports_only_in_its_own_process() -> None:
+    """In the command's own process the imports run without the collector and it is on again once they are
+    done (what they made frozen); a caller's process keeps its collector running throughout."""
+    assert gc.isenabled()
+    collector.imports_begin()  # not the command's own process: nothing changes
+    assert gc.isenabled()
+    collector.imports_done()
+    frozen_before = gc.get_freeze_count()
+    collector.own_process(True)
+    try:
+        collector.imports_begin()
+        assert not gc.isenabled()
+        collector.imports_done()
+        assert gc.isenabled() and gc.get_freeze_count() >= frozen_before
+        collector.imports_begin()
+        collector.command_done()  # a command that failed before its imports were done: collector on again
+        assert gc.isenabled()
+    finally:
+        collector.own_process(False)
+        gc.enable()
+        gc.unfreeze()  # this test process goes on: nothing of it stays out of the collector's reach

@@ -3,6 +3,7 @@ draws them itself whenever the worker cannot (figure_worker.py)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,26 @@ def test_a_worker_of_another_package_copy_is_not_used(analysis, monkeypatch: pyt
         figures = pending.result()
     assert [f.key for f in figures] == ["measured-vs-predicted", "transit", "roofline"]
     assert all(f.png.startswith(b"\x89PNG") for f in figures)
+
+
+def test_the_worker_runs_openblas_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker only draws: its OpenBLAS starts one thread, whatever the command's own setting, so no pool
+    spins on the core the command is using (blas_threads). The rest of its environment is the command's."""
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    monkeypatch.setenv("NVPERF_BRIDGE_TEST_MARK", "kept")
+    environments: list[dict[str, str]] = []
+    real_popen = figure_worker.subprocess.Popen
+
+    def recording_popen(*args, **kwargs):  # type: ignore[no-untyped-def]
+        environments.append(kwargs["env"])
+        return real_popen(*args, **kwargs)
+
+    monkeypatch.setattr(figure_worker.subprocess, "Popen", recording_popen)
+    with figure_worker.FigureWorker.start() as worker:
+        assert worker is not None
+    assert len(environments) == 1
+    assert environments[0]["OPENBLAS_NUM_THREADS"] == "1" and environments[0]["NVPERF_BRIDGE_TEST_MARK"] == "kept"
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"  # the command's own setting is left as it was
 
 
 def test_a_dead_worker_leaves_the_drawing_to_the_command(analysis) -> None:  # type: ignore[no-untyped-def]

@@ -54,12 +54,15 @@ def analyze_command(
                                help="No progress bar and no warnings on stderr (warnings stay in the report)."),
 ) -> None:
     """Run the analytical models on every kernel and write a Markdown, JSON, CSV or Excel report."""
+    from nvperf_bridge import collector
+    from nvperf_bridge.blas_threads import one_thread_from_load
     from nvperf_bridge.errors import UsageError
     from nvperf_bridge.reports.progress import Progress
     from nvperf_bridge.reports.render import format_for, report_outputs
     from nvperf_bridge.reports.write import check_writable, write_outputs
     from nvperf_bridge.text_storage import python_text
 
+    collector.imports_begin()  # numpy, pandas and the plugins come next (build_analysis ends the pause)
     if output is not None and str(output) == "-":
         output = None  # '-' is stdout
     report_format = format_for(fmt, output)
@@ -77,6 +80,8 @@ def analyze_command(
     # a report's figures are drawn by a second process: a small report's by one that imports matplotlib
     # meanwhile and draws beside the rest, a large report's by one started once they are needed (below)
     figures = report_format == "xlsx" or (report_format == "md" and output is not None)
+    if small_inputs(files):
+        one_thread_from_load()  # before numpy loads: nothing in a small input to split between threads
     worker = start_figure_worker(files) if figures else None  # first: its imports run beside pandas'
     try:
         with python_text():  # Python-backed pandas text, as without pyarrow (text_storage: cli leaves it
@@ -105,27 +110,34 @@ def analyze_command(
 
 
 def start_figure_worker(files: list[Path]) -> Any:
-    """A started ``figure_worker.FigureWorker`` when the inputs are small files (together at most
-    ``discovery.IN_PROCESS_BYTES``), else None.
-
-    On a small report the worker's matplotlib import and drawing run beside this process's import of
-    pandas, its reading and models (about 0.35 s of a 1.5 s Markdown report on an idle 2-core machine,
-    benchmarks/run.py --only small). On a large input (or a folder) the worker's own memory (matplotlib
-    and numpy again, about 70 MB) would come on top of the models' peak: its figures are drawn by a
-    worker started after the models and ended before the report is written (``report_outputs``'s
-    ``figures_apart``)."""
-    from nvperf_bridge.discovery import IN_PROCESS_BYTES
+    """A started ``figure_worker.FigureWorker`` when the inputs are small (``small_inputs``), else None."""
     from nvperf_bridge.reports.figure_worker import FigureWorker
+
+    return FigureWorker.start() if small_inputs(files) else None
+
+
+def small_inputs(files: list[Path]) -> bool:
+    """Whether the inputs are files of at most ``discovery.IN_PROCESS_BYTES`` together (a folder, or a
+    path not yet there, is not: its size is not known up front).
+
+    A small report's figures are drawn by a figure worker started now: its matplotlib import and
+    drawing run beside this process's import of pandas, its reading and models (about 0.35 s of a 1.5 s
+    Markdown report on an idle 2-core machine, benchmarks/run.py --only small). On a large input the
+    worker's own memory (matplotlib and numpy again, about 70 MB) would come on top of the models'
+    peak: its figures are drawn by a worker started after the models and ended before the report is
+    written (``report_outputs``'s ``figures_apart``). A small input also runs OpenBLAS on one thread
+    (``blas_threads.one_thread_from_load``)."""
+    from nvperf_bridge.discovery import IN_PROCESS_BYTES
 
     total = 0
     for path in files:
         try:
             if not path.is_file():
-                return None  # a folder (or something not yet there): its size is not known up front
+                return False
             total += path.stat().st_size
         except OSError:
-            return None
-    return FigureWorker.start() if total <= IN_PROCESS_BYTES else None
+            return False
+    return total <= IN_PROCESS_BYTES
 
 
 def build_analysis(

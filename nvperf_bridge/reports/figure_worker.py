@@ -33,9 +33,23 @@ RESULT_TIMEOUT_S = 300.0  # beyond this the worker is given up and the command d
 
 
 def _draw_module_file() -> str:
-    from nvperf_bridge.reports import figure_draw
+    """The file ``figure_draw`` is loaded from, found without importing it (its numpy): the command
+    starts the worker before numpy loads, and the worker checks that it imported this same file."""
+    from importlib.util import find_spec
 
-    return str(Path(figure_draw.__file__).resolve())
+    spec = find_spec("nvperf_bridge.reports.figure_draw")
+    assert spec is not None and spec.origin is not None  # this package's own module
+    return str(Path(spec.origin).resolve())
+
+
+def _worker_environment() -> dict[str, str]:
+    """The command's environment with OpenBLAS on one thread: the worker draws, it multiplies nothing,
+    and a thread pool's start spins on the core the command is using (``blas_threads``)."""
+    import os
+
+    from nvperf_bridge.blas_threads import THREADS_VARIABLE
+
+    return {**os.environ, THREADS_VARIABLE: "1"}
 
 
 class FigureWorker:
@@ -56,7 +70,7 @@ class FigureWorker:
         stderr = tempfile.TemporaryFile()  # a file, not a pipe: nothing has to read it while the worker runs
         try:
             process = subprocess.Popen([sys.executable, "-c", _BOOT, _draw_module_file()], stdin=subprocess.PIPE,
-                                       stdout=subprocess.PIPE, stderr=stderr)
+                                       stdout=subprocess.PIPE, stderr=stderr, env=_worker_environment())
         except OSError:
             stderr.close()
             return None
@@ -182,7 +196,7 @@ def serve(expected_file: str) -> None:
     gc.disable()
     from nvperf_bridge.reports import figure_draw
 
-    if _draw_module_file() != expected_file:  # another copy of the package: its drawing may differ
+    if str(Path(figure_draw.__file__).resolve()) != expected_file:  # another copy: its drawing may differ
         sys.exit(3)
     _warm_up()
     data = sys.stdin.buffer.read()
