@@ -1,5 +1,5 @@
-"""Run a block with OpenBLAS on one thread (the statistical model's tall-skinny products), or a whole
-small command (``one_thread_from_load``).
+"""Run a block with OpenBLAS on one thread (the statistical model's tall-skinny products), or the whole
+``analyze`` command (``one_thread_from_load``).
 
 numpy and scipy ship OpenBLAS, which splits a product over every core it sees. For the shapes
 Kerr's model computes on a million kernels (100k distinct rows x 18 counters times its
@@ -19,11 +19,13 @@ entry, nested ones included, also sets a library loaded since (scipy's, imported
 OpenBLAS also costs CPU where nothing is multiplied: when it loads (``import numpy``) it starts its
 thread pool, and each thread it starts spins, waiting for work, for a while before it sleeps.
 ``python -c "import numpy"`` took 0.12-0.16 CPU s on this 2-core machine against 0.05-0.07 with
-``OPENBLAS_NUM_THREADS=1``, for the same 0.07-0.10 s wall. A small report runs two processes (the
-command and its figure worker, ``reports/figure_worker.py``) that both import numpy at once, so each
-one's spinning thread took the core the other one was using. ``one_thread_from_load`` asks for one
-thread before numpy loads, for a command whose inputs are too small to give a product worth
-splitting.
+``OPENBLAS_NUM_THREADS=1``, for the same 0.07-0.10 s wall, and a product split between threads leaves
+them spinning again after it. A small report runs two processes (the command and its figure worker,
+``reports/figure_worker.py``) that both import numpy at once, so each one's spinning thread took the
+core the other one was using; a large input's reader and the statistical model's thread (beside the
+other models) lost their core to it the same way. ``analyze`` therefore asks for one thread before
+numpy loads (``one_thread_from_load``): its products are the tall-skinny ones above, and paired runs
+of the small Markdown report and of a 10k-launch ncu details page took 0.84x and 0.92x the wall time.
 """
 
 from __future__ import annotations

@@ -43,8 +43,7 @@ _SMALL_PAIR = ("magus__metrics_rodinia_lud.csv", "magus__traces_rodinia_lud.csv"
 # the console command in a fresh process (argv None: its own process), then the OpenBLAS thread counts it ran with
 _COMMAND_THEN_COUNTS = (
     "import sys\n"
-    "from nvperf_bridge import blas_threads, cli, discovery\n"
-    "discovery.IN_PROCESS_BYTES = int(sys.argv.pop(1))\n"
+    "from nvperf_bridge import blas_threads, cli\n"
     "sys.argv = ['nvperf-bridge'] + sys.argv[1:]\n"
     "code = cli.main()\n"
     "counts = [int(c[0]()) for c in map(blas_threads._controls, blas_threads._loaded_openblas()) if c]\n"
@@ -53,14 +52,13 @@ _COMMAND_THEN_COUNTS = (
 )
 
 
-def _command_thread_counts(realdata_dir: Path, tmp_path: Path, in_process_bytes: int,
-                           environment: dict[str, str]) -> list[int]:
+def _command_thread_counts(realdata_dir: Path, tmp_path: Path, environment: dict[str, str]) -> list[int]:
     pair = [realdata_dir / "magus" / name for name in _SMALL_PAIR]
     if not all(p.exists() for p in pair):
         pytest.skip("magus rodinia lud pair not found")
     # cwd away from the checkout: `python -c` puts the working folder first on sys.path (test_collector.py)
-    done = subprocess.run([sys.executable, "-c", _COMMAND_THEN_COUNTS, str(in_process_bytes), "analyze",
-                           *map(str, pair), "-o", str(tmp_path / "r.json"), "--force", "-q"],
+    done = subprocess.run([sys.executable, "-c", _COMMAND_THEN_COUNTS, "analyze", *map(str, pair),
+                           "-o", str(tmp_path / "r.json"), "--force", "-q"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path, env=environment)
     assert done.returncode == 0, done.stderr
     counts = json.loads(done.stderr.strip().splitlines()[-1])
@@ -74,17 +72,11 @@ def _environment(**extra: str) -> dict[str, str]:
     return {**base, **extra}
 
 
-def test_a_command_on_small_inputs_starts_openblas_on_one_thread(realdata_dir: Path, tmp_path: Path) -> None:
-    """A small input has no product worth splitting, and a pool's start spins a second core the figure worker
-    needs: one thread from the load. A large input keeps OpenBLAS's own count; the user's setting wins."""
-    small = _command_thread_counts(realdata_dir, tmp_path, 16 * 1024 * 1024, _environment())
-    assert small == [1]
-    if (os.cpu_count() or 1) > 1:
-        large = _command_thread_counts(realdata_dir, tmp_path, 1, _environment())  # every input "large"
-        assert large != [1]
-    users = _command_thread_counts(realdata_dir, tmp_path, 16 * 1024 * 1024,
-                                   _environment(OPENBLAS_NUM_THREADS="2"))
-    assert users == [2]
+def test_the_analyze_command_starts_openblas_on_one_thread(realdata_dir: Path, tmp_path: Path) -> None:
+    """analyze's products are too narrow to split, and a pool's start spins a second core the figure worker
+    or the reader needs: one thread from the load. The user's own setting wins."""
+    assert _command_thread_counts(realdata_dir, tmp_path, _environment()) == [1]
+    assert _command_thread_counts(realdata_dir, tmp_path, _environment(OPENBLAS_NUM_THREADS="2")) == [2]
 
 
 def test_one_thread_from_load_leaves_a_loaded_numpy_alone(monkeypatch: pytest.MonkeyPatch) -> None:

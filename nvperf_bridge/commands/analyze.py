@@ -63,6 +63,7 @@ def analyze_command(
     from nvperf_bridge.text_storage import python_text
 
     collector.imports_begin()  # numpy, pandas and the plugins come next (build_analysis ends the pause)
+    one_thread_from_load()  # before numpy loads: the models' products are too narrow to split (blas_threads)
     if output is not None and str(output) == "-":
         output = None  # '-' is stdout
     report_format = format_for(fmt, output)
@@ -80,8 +81,6 @@ def analyze_command(
     # a report's figures are drawn by a second process: a small report's by one that imports matplotlib
     # meanwhile and draws beside the rest, a large report's by one started once they are needed (below)
     figures = report_format == "xlsx" or (report_format == "md" and output is not None)
-    if small_inputs(files):
-        one_thread_from_load()  # before numpy loads: nothing in a small input to split between threads
     worker = start_figure_worker(files) if figures else None  # first: its imports run beside pandas'
     try:
         with python_text():  # Python-backed pandas text, as without pyarrow (text_storage: cli leaves it
@@ -110,34 +109,27 @@ def analyze_command(
 
 
 def start_figure_worker(files: list[Path]) -> Any:
-    """A started ``figure_worker.FigureWorker`` when the inputs are small (``small_inputs``), else None."""
-    from nvperf_bridge.reports.figure_worker import FigureWorker
+    """A started ``figure_worker.FigureWorker`` when the inputs are small files (together at most
+    ``discovery.IN_PROCESS_BYTES``), else None.
 
-    return FigureWorker.start() if small_inputs(files) else None
-
-
-def small_inputs(files: list[Path]) -> bool:
-    """Whether the inputs are files of at most ``discovery.IN_PROCESS_BYTES`` together (a folder, or a
-    path not yet there, is not: its size is not known up front).
-
-    A small report's figures are drawn by a figure worker started now: its matplotlib import and
-    drawing run beside this process's import of pandas, its reading and models (about 0.35 s of a 1.5 s
-    Markdown report on an idle 2-core machine, benchmarks/run.py --only small). On a large input the
-    worker's own memory (matplotlib and numpy again, about 70 MB) would come on top of the models'
-    peak: its figures are drawn by a worker started after the models and ended before the report is
-    written (``report_outputs``'s ``figures_apart``). A small input also runs OpenBLAS on one thread
-    (``blas_threads.one_thread_from_load``)."""
+    On a small report the worker's matplotlib import and drawing run beside this process's import of
+    pandas, its reading and models (about 0.35 s of a 1.5 s Markdown report on an idle 2-core machine,
+    benchmarks/run.py --only small). On a large input (or a folder) the worker's own memory (matplotlib
+    and numpy again, about 70 MB) would come on top of the models' peak: its figures are drawn by a
+    worker started after the models and ended before the report is written (``report_outputs``'s
+    ``figures_apart``)."""
     from nvperf_bridge.discovery import IN_PROCESS_BYTES
+    from nvperf_bridge.reports.figure_worker import FigureWorker
 
     total = 0
     for path in files:
         try:
             if not path.is_file():
-                return False
+                return None  # a folder (or something not yet there): its size is not known up front
             total += path.stat().st_size
         except OSError:
-            return False
-    return total <= IN_PROCESS_BYTES
+            return None
+    return FigureWorker.start() if total <= IN_PROCESS_BYTES else None
 
 
 def build_analysis(
