@@ -111,7 +111,7 @@ def test_markdown_file_gets_its_figures_beside_it(tmp_path: Path, capsys) -> Non
     assert code == 0 and out == "", err
     text = target.read_text()
     assert "![Measured vs predicted time, all models](review-measured-vs-predicted.png)" in text
-    assert "![Transit figure of the longest kernels](review-transit.png)" in text
+    assert "![Transit figure of the kernels with the most GPU time](review-transit.png)" in text
     for name in ("review-measured-vs-predicted.png", "review-transit.png"):
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
     # a second run refuses before touching anything, figures included

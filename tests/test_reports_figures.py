@@ -86,3 +86,31 @@ def test_report_figures_without_transit_or_measured_times() -> None:
     assert [f.key for f in report_figures(analysis)] == ["measured-vs-predicted"]
     analysis.kernels["duration_ns"] = float("nan")
     assert report_figures(analysis) == []
+
+
+def test_transit_panels_show_the_kernels_with_the_most_time_not_launches_of_one(realdata_dir: Path) -> None:
+    """The cfd page holds 100 launches of a few kernels, the 25 longest all cuda_compute_flux: the Transit
+    figure shows one panel per kernel group, most GPU time first, each from the group's longest launch."""
+    from nvperf_bridge.analysis import analyze_files
+    from nvperf_bridge.reports.figures import transit_panels
+    from nvperf_bridge.review.groups import kernel_groups
+
+    path = realdata_dir / "optimal_unified_memory" / "optimal_unified_memory__cfd__nsight_cfd_097K.log"
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    analysis = analyze_files([path], gpu="v100-sxm2", model_ids=["transit"])
+    found = transit_panels(analysis)
+    assert found is not None
+    titles = [panel.title for panel in found[0]]
+    names = [title.split(" (")[0] for title in titles]
+    assert len(names) == len(set(names)) >= 3, titles
+    groups = kernel_groups(analysis.kernels)
+    predicted = analysis.runs["transit"].result["error"] == ""
+    expected = []
+    for group in groups.table.index:  # most GPU time first; the groups transit predicted
+        rows = groups.rows_of(group)
+        rows = rows[predicted.loc[rows].to_numpy()]
+        if len(rows):
+            longest = analysis.kernels.loc[rows, "duration_ns"].idxmax()
+            expected.append(figures.kernel_title(analysis, longest))
+    assert titles == expected[:4]

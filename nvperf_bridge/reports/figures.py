@@ -55,6 +55,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
     from nvperf_bridge.reports.figure_worker import FigureWorker
+    from nvperf_bridge.review.groups import KernelGroups
 
 TRANSIT_ID = "transit"
 
@@ -158,10 +159,15 @@ def transit_curves_for(analysis: Analysis, index: Any, samples: int = 200) -> Tr
     )
 
 
-def transit_panels(analysis: Analysis, count: int = 4) -> tuple[list[TransitCurves], str] | None:
-    """The Transit figure's panels (the ``count`` longest kernels transit predicted) and its title; None
-    without transit results."""
+def transit_panels(analysis: Analysis, count: int = 4,
+                   groups: "KernelGroups | None" = None) -> tuple[list[TransitCurves], str] | None:
+    """The Transit figure's panels and its title; None without transit results. One panel per kernel group
+    (``review.groups``: a kernel with one launch shape), the ``count`` groups with the most GPU time whose
+    launches transit predicted, each drawn for its longest such launch: a profile of 100 launches of four
+    kernels shows those four, not four launches of its longest one. ``groups``: ``kernel_groups`` of the
+    analysis's kernels, when the caller holds them."""
     from nvperf_bridge.reports.common import top_kernels
+    from nvperf_bridge.review.groups import kernel_groups
 
     run = analysis.runs.get(TRANSIT_ID)
     if run is None or run.result is None:
@@ -172,13 +178,17 @@ def transit_panels(analysis: Analysis, count: int = 4) -> tuple[list[TransitCurv
         drawable &= result["n"].notna()
     if not drawable.any():  # on a trace transit predicts nothing: no kernel-by-kernel scan to find that out
         return None
-    order = top_kernels(analysis, len(analysis.kernels))
+    order = top_kernels(analysis, len(analysis.kernels))  # longest launch first
     candidates = order[order.isin(drawable.index[drawable.to_numpy()])]
+    groups = kernel_groups(analysis.kernels) if groups is None else groups
+    group_codes = groups.group_of.reindex(candidates).to_numpy()
+    # each group's first candidate is its longest predicted launch; group numbers go by total time (0: most)
+    by_group, first = np.unique(group_codes, return_index=True)
     panels = []
-    for index in candidates:
+    for position in first[np.argsort(by_group, kind="stable")]:
         if len(panels) >= count:
             break
-        curves = transit_curves_for(analysis, index)
+        curves = transit_curves_for(analysis, candidates[position])
         if curves is not None:
             panels.append(curves)
     if not panels:
@@ -211,12 +221,14 @@ def roofline_figure(points: pd.DataFrame, roofs: dict[str, dict[str, float]], *,
     return draw_roofline(roofline_data(points, roofs), width=width, height=height)
 
 
-def review_roofline_data(analysis: Analysis) -> RooflineData | None:
-    """The roofline of the reviewed kernel groups, or None when no group can be placed."""
+def review_roofline_data(analysis: Analysis, groups: "KernelGroups | None" = None) -> RooflineData | None:
+    """The roofline of the reviewed kernel groups, or None when no group can be placed. ``groups``:
+    ``kernel_groups`` of the analysis's kernels, when the caller holds them."""
     from nvperf_bridge.review.groups import kernel_groups
     from nvperf_bridge.review.roofline import roofline_points, roofs_by_gpu
 
-    points = roofline_points(analysis, kernel_groups(analysis.kernels), limit=30)
+    groups = kernel_groups(analysis.kernels) if groups is None else groups
+    points = roofline_points(analysis, groups, limit=30)
     if not (points["why_not"] == "").any():
         return None
     return roofline_data(points, roofs_by_gpu(analysis, points))
@@ -233,14 +245,17 @@ def review_roofline_figure(analysis: Analysis) -> "Figure | None":
 def figure_orders(analysis: Analysis) -> list[FigureOrder]:
     """The figures every report carries, as data to draw: measured vs predicted (when measured times
     exist), Transit, the roofline of the reviewed groups."""
+    from nvperf_bridge.review.groups import kernel_groups
+
+    groups = kernel_groups(analysis.kernels)  # the Transit panels' groups and the roofline's, made once
     orders: list[FigureOrder] = []
     if analysis.measured_ns.notna().any() and analysis.ok_runs():
         orders.append(FigureOrder("measured-vs-predicted", "Measured vs predicted time, all models",
                                   accuracy_data(analysis)))
-    transit = transit_panels(analysis)
+    transit = transit_panels(analysis, groups=groups)
     if transit is not None:
-        orders.append(FigureOrder("transit", "Transit figure of the longest kernels", transit))
-    roofline = review_roofline_data(analysis)
+        orders.append(FigureOrder("transit", "Transit figure of the kernels with the most GPU time", transit))
+    roofline = review_roofline_data(analysis, groups)
     if roofline is not None:
         orders.append(FigureOrder("roofline", "Roofline: the kernel groups under the GPU's roofs", roofline))
     return orders
