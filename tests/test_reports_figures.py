@@ -114,3 +114,30 @@ def test_transit_panels_show_the_kernels_with_the_most_time_not_launches_of_one(
             longest = analysis.kernels.loc[rows, "duration_ns"].idxmax()
             expected.append(figures.kernel_title(analysis, longest))
     assert titles == expected[:4]
+
+
+def test_the_accuracy_figure_judges_the_kernels_the_accuracy_table_judges(realdata_dir: Path) -> None:
+    """A prediction that read an input derived from the measured time (DRAM bytes = throughput x duration) is
+    left out of the Accuracy table; the figure's points and legend leave out the same kernels. On the cfd
+    page no model is judged on any kernel: no measured-vs-predicted figure (it quoted a 9.3% MAPE for transit
+    there, on predictions that had seen the times). On the magus lud pair the legend is the table's."""
+    from nvperf_bridge.analysis import analyze_files
+    from nvperf_bridge.reports.common import format_percent
+    from nvperf_bridge.reports.figures import accuracy_data, figure_orders
+
+    cfd = realdata_dir / "optimal_unified_memory" / "optimal_unified_memory__cfd__nsight_cfd_097K.log"
+    pair = [realdata_dir / "magus" / name for name in ("magus__metrics_rodinia_lud.csv", "magus__traces_rodinia_lud.csv")]
+    if not cfd.exists() or not all(p.exists() for p in pair):
+        pytest.skip("realdata cfd page or magus lud pair not found")
+    derived_only = analyze_files([cfd], gpu="v100-sxm2")
+    assert (derived_only.accuracy()["n"] == 0).all()
+    assert accuracy_data(derived_only).series == []
+    assert "measured-vs-predicted" not in [order.key for order in figure_orders(derived_only)]
+
+    analysis = analyze_files(pair)
+    table = analysis.accuracy()
+    judged = table[table["n"] > 0]
+    assert len(judged) >= 3
+    legends = [series.label for series in accuracy_data(analysis).series]
+    assert legends == [f"{mid}  (MAPE {format_percent(float(row['mape']))}, n={int(row['n']):,})"
+                       for mid, row in judged.iterrows()]

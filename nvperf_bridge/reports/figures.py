@@ -75,14 +75,16 @@ def accuracy_data(analysis: Analysis) -> AccuracyData:
     """What the measured-vs-predicted figure shows, every model's points in one time unit.
 
     Each model's legend entry carries its MAPE over the kernels shown. Kernels without a measured time or
-    a prediction are left out; a model with more than ``MAX_SCATTER_POINTS`` such kernels is drawn as an
+    a prediction are left out, and so are those whose prediction read an input derived from the measured
+    time (``Analysis.time_derived_inputs``): they are the kernels the Accuracy table leaves out, so the
+    legend's MAPE is the table's. A model with more than ``MAX_SCATTER_POINTS`` such kernels is drawn as an
     evenly spread subset of them (the title says so), its MAPE and count still over all of them.
     """
     measured = analysis.measured_ns
     pairs = []
     for mid, run in analysis.ok_runs().items():
         predicted = run.result["predicted_ns"]
-        both = (measured > 0) & (predicted > 0)
+        both = (measured > 0) & (predicted > 0) & ~analysis.time_derived_inputs(run)
         pairs.append((mid, measured[both].to_numpy(float), predicted[both].to_numpy(float)))
     # one concatenation: a model-by-model one first held every value twice (40 MB more at 100k kernels)
     values = np.concatenate([a for _, m, p in pairs for a in (m, p)]) if pairs else np.array([])
@@ -243,15 +245,15 @@ def review_roofline_figure(analysis: Analysis) -> "Figure | None":
 # ---- the report's figures -----------------------------------------------------------
 
 def figure_orders(analysis: Analysis) -> list[FigureOrder]:
-    """The figures every report carries, as data to draw: measured vs predicted (when measured times
-    exist), Transit, the roofline of the reviewed groups."""
+    """The figures every report carries, as data to draw: measured vs predicted (when some model can be
+    judged on some measured kernel, as in the Accuracy table), Transit, the roofline of the reviewed groups."""
     from nvperf_bridge.review.groups import kernel_groups
 
     groups = kernel_groups(analysis.kernels)  # the Transit panels' groups and the roofline's, made once
     orders: list[FigureOrder] = []
-    if analysis.measured_ns.notna().any() and analysis.ok_runs():
-        orders.append(FigureOrder("measured-vs-predicted", "Measured vs predicted time, all models",
-                                  accuracy_data(analysis)))
+    accuracy = accuracy_data(analysis) if analysis.measured_ns.notna().any() and analysis.ok_runs() else None
+    if accuracy is not None and accuracy.series:  # some model judged on some kernel (the Accuracy table's)
+        orders.append(FigureOrder("measured-vs-predicted", "Measured vs predicted time, all models", accuracy))
     transit = transit_panels(analysis, groups=groups)
     if transit is not None:
         orders.append(FigureOrder("transit", "Transit figure of the kernels with the most GPU time", transit))
