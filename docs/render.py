@@ -12,7 +12,13 @@ Writes, for the V100 cfd Nsight Compute file (3 kernels, 100 launches):
   (Where the time goes, Top kernels, Coverage, Roofline) as they read rendered:
   code-span fences, bold markers and escapes removed, tables aligned, drawn in
   a monospace font with matplotlib (the LibreOffice here has no Writer, so it
-  cannot print HTML).
+  cannot print HTML);
+- docs/transit-figure.png: the cfd report's Transit figure, as the Markdown
+  report links it (and the workbook's Figures sheet holds it);
+- docs/measured-vs-predicted.png: the accuracy figure of the Markdown report on
+  the whole magus-corpus folder (43 applications on a GTX 1080 Ti, 122 timed
+  kernels): the cfd page has none, since every prediction there read DRAM bytes
+  derived from the measured time, which the Accuracy table does not judge.
 
 Look at them after a change to a report; they are what a reviewer sees.
 """
@@ -31,6 +37,7 @@ REPO = DOCS.parent
 REALDATA = REPO.parent / "shared" / "realdata"
 INPUT = REALDATA / "optimal_unified_memory" / "optimal_unified_memory__cfd__nsight_cfd_097K.log"
 MARKDOWN_SECTIONS = ("Where the time goes", "Top kernels", "Coverage", "Roofline")
+ACCURACY_INPUT = REALDATA / "magus-corpus"  # the accuracy set: nvprof metrics + trace pairs of 43 applications
 
 
 def run(command: list[str], cwd: Path | None = None) -> None:
@@ -177,9 +184,10 @@ def review_sections(text: str) -> str:
 
 
 def main() -> int:
-    if not INPUT.exists():
-        print(f"render.py: {INPUT} not found (../shared/realdata is needed)", file=sys.stderr)
-        return 1
+    for needed in (INPUT, ACCURACY_INPUT):
+        if not needed.exists():
+            print(f"render.py: {needed} not found (../shared/realdata is needed)", file=sys.stderr)
+            return 1
     for tool in ("soffice", "pdftoppm"):
         if shutil.which(tool) is None:
             print(f"render.py: {tool} is not on PATH", file=sys.stderr)
@@ -194,7 +202,11 @@ def main() -> int:
         workbook_sheet_png(workbook, "Kernel groups", DOCS / "kernel-groups-sheet.png", work, pages=2)
         workbook_sheet_png(workbook, "Summary", DOCS / "summary-sheet.png", work)
         markdown_png(review_sections(report.read_text(encoding="utf-8")), DOCS / "markdown-report.png")
-    print("wrote docs/kernel-groups-sheet.png, docs/summary-sheet.png, docs/markdown-report.png")
+        shutil.copyfile(work / "review-transit.png", DOCS / "transit-figure.png")
+        run([*cli, "analyze", str(ACCURACY_INPUT), "-o", str(work / "corpus.md"), "-q"])
+        shutil.copyfile(work / "corpus-measured-vs-predicted.png", DOCS / "measured-vs-predicted.png")
+    print("wrote docs/kernel-groups-sheet.png, docs/summary-sheet.png, docs/markdown-report.png, "
+          "docs/transit-figure.png, docs/measured-vs-predicted.png")
     return 0
 
 
