@@ -62,3 +62,18 @@ def test_wrong_suffix_and_existing_output(tmp_path: Path, capsys) -> None:
     code, _, err = run(capsys, "accuracy", DEMO, "-m", "roofline", "-o", target)
     assert code == 1 and "already exists" in err
     assert target.read_bytes() == b"old"
+
+
+def test_accuracy_without_a_judged_prediction_is_one_line_naming_why(realdata_dir: Path, tmp_path: Path,
+                                                                       capsys) -> None:
+    """The cfd page's DRAM bytes are throughput x duration: every prediction read the measured time, so the
+    Accuracy table judges none, and the plot says so instead of writing an empty (or a flattering) figure."""
+    cfd = realdata_dir / "optimal_unified_memory" / "optimal_unified_memory__cfd__nsight_cfd_097K.log"
+    if not cfd.exists():
+        pytest.skip(f"{cfd} not found")
+    target = tmp_path / "acc.png"
+    code, out, err = run(capsys, "accuracy", cfd, "--gpu", "v100-sxm2", "-q", "-o", target)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert "derived from that time" in err and "dram__bytes_read.sum" in err
+    assert not target.exists()

@@ -41,7 +41,7 @@ def plot_command(
     """Draw the Transit figure of one kernel, or measured vs predicted time for every model."""
     from nvperf_bridge.commands.analyze import build_analysis, print_warnings
     from nvperf_bridge.errors import UsageError
-    from nvperf_bridge.reports.figures import accuracy_figure, figure_bytes, transit_curves_for, transit_figure
+    from nvperf_bridge.reports.figures import figure_bytes, transit_curves_for, transit_figure
     from nvperf_bridge.reports.progress import Progress
     from nvperf_bridge.reports.write import check_writable, write_bytes
 
@@ -74,12 +74,30 @@ def plot_command(
             if not analysis.measured_ns.notna().any():
                 raise UsageError("the input has no measured kernel times, so there is nothing to compare",
                                  hint="add a trace or ncu output with gpu__time_duration.sum")
-            fig = accuracy_figure(analysis)
+            fig = _accuracy(analysis)
         write_bytes(output, figure_bytes(fig, fmt=fmt, dpi=dpi), force=force)
     finally:
         progress.done()
     if not quiet:
         print_warnings(analysis.warnings)
+
+
+def _accuracy(analysis: Any) -> Any:
+    """Measured vs predicted; an error when no model can be judged on any kernel (the Accuracy table's rule:
+    a prediction that read an input derived from the measured time is not)."""
+    from nvperf_bridge.errors import UsageError
+    from nvperf_bridge.reports.figure_draw import draw_accuracy
+    from nvperf_bridge.reports.figures import accuracy_data
+
+    data = accuracy_data(analysis)
+    if not data.series:
+        raise UsageError("no kernel has a prediction that can be judged against its measured time: every "
+                         "prediction failed or read an input derived from that time (such as DRAM bytes = "
+                         "throughput x duration)",
+                         hint="collect the counts themselves: ncu --metrics dram__bytes_read.sum,"
+                              "dram__bytes_write.sum, nvprof --metrics dram_read_transactions,"
+                              "dram_write_transactions; 'nvperf-bridge analyze' lists what each model lacks")
+    return draw_accuracy(data)
 
 
 def _roofline(analysis: Any) -> Any:
