@@ -440,8 +440,9 @@ BESIDE_ROWS = 250_000
 def _core_free() -> bool:
     """Is a core free for a thread beside this one: two or more cores this process may run on, and a
     1-minute load average at most half a core below their count. On a busy machine the thread gets no
-    core of its own, and Kerr's two-thread BLAS product (its Gram, kept on the threads it had so its bits
-    stay the same) spins while it waits: measured at load 5-7 on 2 cores, +40% CPU for the 1M-kernel run."""
+    core of its own and only adds its switching: measured at load 5-7 on 2 cores, +40% CPU for the
+    1M-kernel run (when Kerr's Gram still ran on two BLAS threads, which spun while they waited; every
+    Kerr product is on one thread since, ``blas_threads``)."""
     import os
 
     try:
