@@ -16,7 +16,8 @@ Sheets, in order:
   (Hong & Kim) and mean accuracy (Luo & Suda).
 - **Charts**: native Excel charts with their data: measured vs predicted time
   of the longest kernels, and bottleneck counts per model.
-- **Figures**: the measured-vs-predicted scatter and the Transit figure (PNG).
+- **Figures**: the measured-vs-predicted scatter, the Transit figure and the
+  roofline of the kernel groups (PNG), each where the analysis has its data.
 - **one sheet per model**: header note citing the paper, every kernel's
   prediction, state and intermediate quantities under the paper's symbols,
   and to the right the machine constants (value, unit, status, source) and
