@@ -261,3 +261,21 @@ def test_number_arrays_are_written_as_their_python_numbers(monkeypatch: pytest.M
     for fmt in ("#,##0", "#,##0.00", "0.00E+00", "0.0%"):
         assert excel.number_width("value", array, fmt) == excel.number_width("value", listed, fmt)
     assert excel.number_width("v", np.array([np.nan]), "#,##0") == excel.number_width("v", [None], "#,##0")
+
+
+def test_charts_sheet_marks_the_predictions_that_read_the_measured_time(realdata_dir: Path) -> None:
+    """On the V100 cfd page kerr, recommended, roofline and transit read DRAM bytes derived from the measured time
+    (throughput x duration): their bars beside the measured ones are no test of them, and the Charts sheet's
+    column titles (the chart's legend) and note say so, as the Summary sheet's 'not judged' cells do."""
+    from nvperf_bridge.analysis import analyze_files
+
+    path = realdata_dir / "optimal_unified_memory" / "optimal_unified_memory__cfd__nsight_cfd_097K.log"
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    wb = load_workbook(io.BytesIO(render_workbook(analyze_files([path], gpu="v100-sxm2"))))
+    rows = list(wb["Charts"].iter_rows(min_row=2, max_row=3, values_only=True))
+    assert "'not judged'" in str(rows[0][0])
+    titles = {str(title).split(" (")[0]: str(title) for title in rows[1][1:] if title}
+    for mid in ("kerr", "recommended", "roofline", "transit"):
+        assert titles[mid].endswith(", not judged)"), titles
+    assert titles["Measured"] == "Measured (µs)" and "not judged" not in titles["hong-kim"]

@@ -1094,6 +1094,20 @@ def _notes_sheet(analysis: Analysis, large: bool) -> TableSheet:
 
 # ---- charts and figures ------------------------------------------------------------------
 
+def _not_judged_share(analysis: Analysis, run: ModelRun | None, shown: pd.Series) -> str:
+    """', not judged' when every prediction ``shown`` (the chart's kernels) read an input derived from the
+    measured time, ', N of M not judged' when some did, else '' (a model's column title on the Charts sheet:
+    its bars beside the measured ones are no test of it there, as the Summary sheet marks kernel by kernel)."""
+    if run is None:
+        return ""
+    predicted = shown.notna() & (shown > 0)
+    derived = analysis.time_derived_inputs(run).reindex(shown.index, fill_value=False) & predicted
+    count, total = int(derived.sum()), int(predicted.sum())
+    if not count:
+        return ""
+    return f", {NOT_JUDGED}" if count == total else f", {count} of {total} {NOT_JUDGED}"
+
+
 def _charts_sheet(wb: Any, analysis: Analysis) -> None:
     """Native charts with their data: measured vs predicted (longest kernels), bottleneck counts."""
     from openpyxl.chart import BarChart, Reference
@@ -1107,17 +1121,20 @@ def _charts_sheet(wb: Any, analysis: Analysis) -> None:
     series_ns = ([("Measured", measured)] if measured.notna().any() else []) + [
         (mid, run.result["predicted_ns"]) for mid, run in runs.items()]
     unit = time_unit(pd.concat([s.loc[top] for _, s in series_ns])) if series_ns else time_unit([])
+    titles = [f"{name} ({unit.label}{_not_judged_share(analysis, runs.get(name), values.loc[top])})"
+              for name, values in series_ns]
     ws.column_dimensions["A"].width = 34
     for position in range(2, 2 + max(len(series_ns), len(BOTTLENECKS))):
         ws.column_dimensions[get_column_letter(position)].width = 16
     ws.row_dimensions[3].height = 32
     _print_setup(ws, None, PRINT_PAGE_WIDTH)
     ws.append([cells.cell(f"Charts: {analysis.gpu.name}", bold=True, size=12)])
-    ws.append([cells.cell(f"Measured vs predicted time of the {len(top)} longest kernels ({unit.label}; "
-                          "the chart's time axis is logarithmic)", italic=True, color=NOTE_COLOR)])
+    note = f"Measured vs predicted time of the {len(top)} longest kernels ({unit.label}; the chart's time axis is logarithmic)"
+    if any(NOT_JUDGED in title for title in titles):
+        note += f"; {NOT_JUDGED_NOTE}"
+    ws.append([cells.cell(note, italic=True, color=NOTE_COLOR)])
     header_row = 3
-    ws.append([cells.header(Column("Kernel", [])), *(cells.header(Column(f"{name} ({unit.label})", []))
-                                                    for name, _ in series_ns)])
+    ws.append([cells.header(Column("Kernel", [])), *(cells.header(Column(title, [])) for title in titles)])
     fmt = Column("", [], "number", "#,##0.00")
     templates = [cells.template(fmt) for _ in series_ns]
     names = text_values(display_names(analysis.kernels).loc[top], 32)
