@@ -263,8 +263,9 @@ def test_number_arrays_are_written_as_their_python_numbers(monkeypatch: pytest.M
     assert excel.number_width("v", np.array([np.nan]), "#,##0") == excel.number_width("v", [None], "#,##0")
 
 
-def test_charts_sheet_marks_the_predictions_that_read_the_measured_time(realdata_dir: Path) -> None:
-    """On the V100 cfd page kerr, recommended, roofline and transit read DRAM bytes derived from the measured time
+def test_charts_sheet_shows_kernel_groups_and_marks_predictions_that_read_the_measured_time(
+        realdata_dir: Path) -> None:
+    """The chart shows the longest launch of each kernel group, most GPU time first. On the V100 cfd page kerr, recommended, roofline and transit read DRAM bytes derived from the measured time
     (throughput x duration): their bars beside the measured ones are no test of them, and the Charts sheet's
     column titles (the chart's legend) and note say so, as the Summary sheet's 'not judged' cells do."""
     from nvperf_bridge.analysis import analyze_files
@@ -279,3 +280,6 @@ def test_charts_sheet_marks_the_predictions_that_read_the_measured_time(realdata
     for mid in ("kerr", "recommended", "roofline", "transit"):
         assert titles[mid].endswith(", not judged)"), titles
     assert titles["Measured"] == "Measured (µs)" and "not judged" not in titles["hong-kim"]
+    # one row per kernel group, most GPU time first (the 15 longest launches were all cuda_compute_flux)
+    kernels = [row[0] for row in wb["Charts"].iter_rows(min_row=4, max_row=20, values_only=True)]
+    assert kernels[:4] == ["cuda_compute_flux", "cuda_time_step", "cuda_compute_step_factor", None]

@@ -192,6 +192,20 @@ def top_kernels(analysis: Analysis, count: int) -> pd.Index:
     return analysis.kernels.index[order[:count]]
 
 
+def longest_per_group(analysis: Analysis, groups: Any, rows: pd.Index | None = None) -> pd.Index:
+    """Index labels of one row per kernel group (``review.groups.KernelGroups``), the groups in their order
+    (most GPU time first), each group's longest row by ``ranking_times`` among ``rows`` (every row when
+    None); a group without such a row is left out. A figure or chart of "the kernels" shows these, not
+    the longest rows, which on a per-launch page are launches of one kernel."""
+    order = top_kernels(analysis, len(analysis.kernels))  # longest row first
+    if rows is not None:
+        order = order[order.isin(rows)]
+    # each group's first row in that order is its longest; np.unique gives the groups sorted, and group
+    # numbers go by GPU time (0: the most)
+    _, first = np.unique(groups.group_of.reindex(order).to_numpy(), return_index=True)
+    return order[first]
+
+
 def error_reasons(run: ModelRun) -> list[tuple[str, int]]:
     """The distinct per-kernel reasons a model gave, with how many kernels each, most common first."""
     if run.result is None:

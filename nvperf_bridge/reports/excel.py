@@ -15,7 +15,8 @@ Sheets, in order:
 - **Accuracy**: per model n, MAPE, median APE, geometric-mean absolute error
   (Hong & Kim) and mean accuracy (Luo & Suda).
 - **Charts**: native Excel charts with their data: measured vs predicted time
-  of the longest kernels, and bottleneck counts per model.
+  of the kernel groups with the most GPU time (each by its longest launch), and
+  bottleneck counts per model.
 - **Figures**: the measured-vs-predicted scatter, the Transit figure and the
   roofline of the kernel groups (PNG), each where the analysis has its data.
 - **one sheet per model**: header note citing the paper, every kernel's
@@ -78,18 +79,18 @@ from nvperf_bridge.reports.common import (
     error_reasons,
     full_names,
     kernel_ids,
+    longest_per_group,
     not_judged,
     ranking_times,
     shorten,
     time_derived_masks,
     TIME_UNITS,
     time_unit,
-    top_kernels,
 )
 
 LARGE_INPUT = 20_000  # kernels above which the workbook takes its fast path
 MODEL_SHEET_ROWS = 2_000  # kernels listed per model sheet (the longest); JSON and CSV hold every kernel
-CHART_KERNELS = 15  # kernels in the measured-vs-predicted chart
+CHART_KERNELS = 15  # kernel groups in the measured-vs-predicted chart (each by its longest launch)
 NAME_WIDTH = 50  # characters of the short kernel name column (its width fits them)
 PRINT_PAGE_WIDTH = 220.0  # column-width characters per printed landscape page
 
@@ -1115,8 +1116,12 @@ def _charts_sheet(wb: Any, analysis: Analysis) -> None:
 
     ws = wb.create_sheet("Charts")
     cells = _Cells(ws)
+    from nvperf_bridge.review.groups import kernel_groups
+
     runs = analysis.ok_runs()
-    top = list(top_kernels(analysis, CHART_KERNELS))
+    # the longest launch of each of the groups with the most GPU time (on a per-launch page the longest
+    # launches are launches of one kernel)
+    top = list(longest_per_group(analysis, kernel_groups(analysis.kernels))[:CHART_KERNELS])
     measured = analysis.measured_ns
     series_ns = ([("Measured", measured)] if measured.notna().any() else []) + [
         (mid, run.result["predicted_ns"]) for mid, run in runs.items()]
@@ -1129,7 +1134,8 @@ def _charts_sheet(wb: Any, analysis: Analysis) -> None:
     ws.row_dimensions[3].height = 32
     _print_setup(ws, None, PRINT_PAGE_WIDTH)
     ws.append([cells.cell(f"Charts: {analysis.gpu.name}", bold=True, size=12)])
-    note = f"Measured vs predicted time of the {len(top)} longest kernels ({unit.label}; the chart's time axis is logarithmic)"
+    note = (f"Measured vs predicted time of the {len(top)} kernel groups with the most GPU time, each by its longest "
+            f"launch ({unit.label}; the chart's time axis is logarithmic)")
     if any(NOT_JUDGED in title for title in titles):
         note += f"; {NOT_JUDGED_NOTE}"
     ws.append([cells.cell(note, italic=True, color=NOTE_COLOR)])
@@ -1150,7 +1156,7 @@ def _charts_sheet(wb: Any, analysis: Analysis) -> None:
         chart = BarChart()
         chart.type = "bar"
         chart.style = 10
-        chart.title = f"Measured vs predicted, {len(top)} longest kernels"
+        chart.title = f"Measured vs predicted, {len(top)} kernel groups with the most GPU time"
         chart.y_axis.title = f"time ({unit.label}, log scale)"
         chart.y_axis.scaling.logBase = 10
         chart.y_axis.majorGridlines = None

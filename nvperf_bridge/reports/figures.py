@@ -168,7 +168,7 @@ def transit_panels(analysis: Analysis, count: int = 4,
     launches transit predicted, each drawn for its longest such launch: a profile of 100 launches of four
     kernels shows those four, not four launches of its longest one. ``groups``: ``kernel_groups`` of the
     analysis's kernels, when the caller holds them."""
-    from nvperf_bridge.reports.common import top_kernels
+    from nvperf_bridge.reports.common import longest_per_group
     from nvperf_bridge.review.groups import kernel_groups
 
     run = analysis.runs.get(TRANSIT_ID)
@@ -180,17 +180,12 @@ def transit_panels(analysis: Analysis, count: int = 4,
         drawable &= result["n"].notna()
     if not drawable.any():  # on a trace transit predicts nothing: no kernel-by-kernel scan to find that out
         return None
-    order = top_kernels(analysis, len(analysis.kernels))  # longest launch first
-    candidates = order[order.isin(drawable.index[drawable.to_numpy()])]
     groups = kernel_groups(analysis.kernels) if groups is None else groups
-    group_codes = groups.group_of.reindex(candidates).to_numpy()
-    # each group's first candidate is its longest predicted launch; group numbers go by total time (0: most)
-    by_group, first = np.unique(group_codes, return_index=True)
     panels = []
-    for position in first[np.argsort(by_group, kind="stable")]:
+    for index in longest_per_group(analysis, groups, drawable.index[drawable.to_numpy()]):
         if len(panels) >= count:
             break
-        curves = transit_curves_for(analysis, candidates[position])
+        curves = transit_curves_for(analysis, index)
         if curves is not None:
             panels.append(curves)
     if not panels:
