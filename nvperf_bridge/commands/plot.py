@@ -104,10 +104,10 @@ def _roofline(analysis: Any) -> Any:
     """The roofline of the kernel groups; an error naming what is missing when none can be placed."""
     from nvperf_bridge.errors import UsageError
     from nvperf_bridge.reports.figures import roofline_figure
-    from nvperf_bridge.review.groups import kernel_groups
+    from nvperf_bridge.review.build import review_groups
     from nvperf_bridge.review.roofline import roofline_points, roofs_by_gpu
 
-    points = roofline_points(analysis, kernel_groups(analysis.kernels), limit=30)
+    points = roofline_points(analysis, review_groups(analysis), limit=30)
     if not (points["why_not"] == "").any():
         why = points["why_not"].iloc[0] if len(points) else "no kernels"
         raise UsageError(f"no kernel group can be placed on the roofline: {why}",

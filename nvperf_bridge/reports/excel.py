@@ -1116,12 +1116,12 @@ def _charts_sheet(wb: Any, analysis: Analysis) -> None:
 
     ws = wb.create_sheet("Charts")
     cells = _Cells(ws)
-    from nvperf_bridge.review.groups import kernel_groups
+    from nvperf_bridge.review.build import review_groups
 
     runs = analysis.ok_runs()
     # the longest launch of each of the groups with the most GPU time (on a per-launch page the longest
     # launches are launches of one kernel)
-    top = list(longest_per_group(analysis, kernel_groups(analysis.kernels))[:CHART_KERNELS])
+    top = list(longest_per_group(analysis, review_groups(analysis))[:CHART_KERNELS])
     measured = analysis.measured_ns
     series_ns = ([("Measured", measured)] if measured.notna().any() else []) + [
         (mid, run.result["predicted_ns"]) for mid, run in runs.items()]

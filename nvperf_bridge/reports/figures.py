@@ -166,10 +166,10 @@ def transit_panels(analysis: Analysis, count: int = 4,
     """The Transit figure's panels and its title; None without transit results. One panel per kernel group
     (``review.groups``: a kernel with one launch shape), the ``count`` groups with the most GPU time whose
     launches transit predicted, each drawn for its longest such launch: a profile of 100 launches of four
-    kernels shows those four, not four launches of its longest one. ``groups``: ``kernel_groups`` of the
-    analysis's kernels, when the caller holds them."""
+    kernels shows those four, not four launches of its longest one. ``groups``: the report's groups
+    (``review.build.review_groups``), when the caller holds them."""
     from nvperf_bridge.reports.common import longest_per_group
-    from nvperf_bridge.review.groups import kernel_groups
+    from nvperf_bridge.review.build import review_groups
 
     run = analysis.runs.get(TRANSIT_ID)
     if run is None or run.result is None:
@@ -180,7 +180,7 @@ def transit_panels(analysis: Analysis, count: int = 4,
         drawable &= result["n"].notna()
     if not drawable.any():  # on a trace transit predicts nothing: no kernel-by-kernel scan to find that out
         return None
-    groups = kernel_groups(analysis.kernels) if groups is None else groups
+    groups = review_groups(analysis) if groups is None else groups
     panels = []
     for index in longest_per_group(analysis, groups, drawable.index[drawable.to_numpy()]):
         if len(panels) >= count:
@@ -219,12 +219,12 @@ def roofline_figure(points: pd.DataFrame, roofs: dict[str, dict[str, float]], *,
 
 
 def review_roofline_data(analysis: Analysis, groups: "KernelGroups | None" = None) -> RooflineData | None:
-    """The roofline of the reviewed kernel groups, or None when no group can be placed. ``groups``:
-    ``kernel_groups`` of the analysis's kernels, when the caller holds them."""
-    from nvperf_bridge.review.groups import kernel_groups
+    """The roofline of the reviewed kernel groups, or None when no group can be placed. ``groups``: the
+    report's groups (``review.build.review_groups``), when the caller holds them."""
+    from nvperf_bridge.review.build import review_groups
     from nvperf_bridge.review.roofline import roofline_points, roofs_by_gpu
 
-    groups = kernel_groups(analysis.kernels) if groups is None else groups
+    groups = review_groups(analysis) if groups is None else groups
     points = roofline_points(analysis, groups, limit=30)
     if not (points["why_not"] == "").any():
         return None
@@ -242,9 +242,9 @@ def review_roofline_figure(analysis: Analysis) -> "Figure | None":
 def figure_orders(analysis: Analysis) -> list[FigureOrder]:
     """The figures every report carries, as data to draw: measured vs predicted (when some model can be
     judged on some measured kernel, as in the Accuracy table), Transit, the roofline of the reviewed groups."""
-    from nvperf_bridge.review.groups import kernel_groups
+    from nvperf_bridge.review.build import review_groups
 
-    groups = kernel_groups(analysis.kernels)  # the Transit panels' groups and the roofline's, made once
+    groups = review_groups(analysis)  # the Transit panels' groups and the roofline's, made once
     orders: list[FigureOrder] = []
     accuracy = accuracy_data(analysis) if analysis.measured_ns.notna().any() and analysis.ok_runs() else None
     if accuracy is not None and accuracy.series:  # some model judged on some kernel (the Accuracy table's)

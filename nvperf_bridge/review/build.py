@@ -142,13 +142,18 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def review_groups(analysis: Any) -> KernelGroups:
+    """The kernel groups a report shows everywhere (the review, the figures, the workbook's chart): ranked by
+    measured time, else by the recommended estimate's prediction (``kernel_groups``' ``estimate_ns``)."""
+    recommended = _recommended_id(analysis)
+    estimate = analysis.runs[recommended].result["predicted_ns"] if recommended else None
+    return kernel_groups(analysis.kernels, estimate, recommended or "estimate")
+
+
 def build_review(analysis: Any) -> Review:
     """Groups, verdicts, Nsight's view and rules, advice and coverage for one analysis."""
     recommended = _recommended_id(analysis)
-    estimate = None
-    if recommended:
-        estimate = analysis.runs[recommended].result["predicted_ns"]
-    groups = kernel_groups(analysis.kernels, estimate, recommended or "estimate")
+    groups = review_groups(analysis)
     verdicts = group_verdicts(analysis, groups, REVIEWED_GROUPS)
     compute, memory, _ = speed_of_light(analysis)
     advice = group_advice(analysis, groups, verdicts, compute, memory)
@@ -174,4 +179,4 @@ def review_dict(review: Review) -> dict[str, Any]:
     }
 
 
-__all__ = ["Review", "build_review", "nsight_rule_rows", "review_dict"]
+__all__ = ["Review", "build_review", "nsight_rule_rows", "review_dict", "review_groups"]
