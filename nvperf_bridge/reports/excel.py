@@ -1110,14 +1110,15 @@ def _not_judged_share(analysis: Analysis, run: ModelRun | None, shown: pd.Series
 
 
 def _charts_sheet(wb: Any, analysis: Analysis) -> None:
-    """Native charts with their data: measured vs predicted (longest kernels), bottleneck counts."""
+    """Native charts with their data: measured vs predicted (the kernel groups with the most GPU time),
+    bottleneck counts."""
     from openpyxl.chart import BarChart, Reference
     from openpyxl.utils import get_column_letter
 
-    ws = wb.create_sheet("Charts")
-    cells = _Cells(ws)
     from nvperf_bridge.review.build import review_groups
 
+    ws = wb.create_sheet("Charts")
+    cells = _Cells(ws)
     runs = analysis.ok_runs()
     # the longest launch of each of the groups with the most GPU time (on a per-launch page the longest
     # launches are launches of one kernel)
