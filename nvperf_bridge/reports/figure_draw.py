@@ -119,7 +119,7 @@ ROOFLINE_TICKS: dict[str, Any] = {"fontsize": 10.0, "grid": {"color": "#b0b0b0",
 
 def _log_axes_ticks(ax: Any, style: dict[str, Any]) -> bool:
     """Put (or put again) the decade ticks of ``ax``'s two log axes where matplotlib's ``LogLocator``
-    puts them at the axes' current size, labelled as ``plain_log_ticks`` labels them, as plain artists
+    puts them at the axes' current size, labelled by ``plain_log_label``, as plain artists
     (``figure_layout.plain_ticks``: no tick objects, nothing located at draw time); ``style``: their
     label size and grid lines. Call it once the limits are final. True when they changed."""
     from matplotlib.ticker import LogLocator
@@ -143,23 +143,13 @@ def _log_axes_ticks(ax: Any, style: dict[str, Any]) -> bool:
     return changed
 
 
-def plain_log_label(value: float, _position: Any = None) -> str:
+def plain_log_label(value: float) -> str:
     """A log axis' label: 0.1, 1, 10, 1,000 rather than 10^-1 ... (easier to read off)."""
     if value <= 0:
         return ""
     if value >= 1:
         return f"{value:,.0f}"
     return f"{value:.{max(0, -int(math.floor(math.log10(value))))}f}"
-
-
-def plain_log_ticks(ax: Any) -> None:
-    """Log axes labelled 0.1, 1, 10, 1,000 rather than 10^-1 ... (easier to read off)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_locator(LogLocator(base=10.0))
-        axis.set_major_formatter(FuncFormatter(plain_log_label))
-        axis.set_minor_formatter(NullFormatter())
 
 
 # ---- Transit figure ---------------------------------------------------------------
@@ -478,6 +468,6 @@ def sig(value: float) -> str:
 __all__ = [
     "AccuracyData", "AccuracySeries", "FigureOrder", "MAX_SCATTER_POINTS", "MODEL_STYLES", "ReportFigure",
     "RooflineData", "RooflinePoint", "TransitCurves", "draw_accuracy", "draw_order", "draw_roofline",
-    "figure_bytes", "new_figure", "plain_log_label", "plain_log_ticks", "sig", "transit_figure", "transit_top",
+    "figure_bytes", "new_figure", "plain_log_label", "sig", "transit_figure", "transit_top",
     "warm_up_drawing",
 ]

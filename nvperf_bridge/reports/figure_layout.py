@@ -117,12 +117,12 @@ class Margins:
     right: float = 0.0
     bottom: float = 0.0
     top: float = 0.0
-    above: float = 0.0  # of ``top``, what a secondary x axis on top takes (the title goes above it)
+    above: float = 0.0  # of ``top``, what a second scale on top (``top_scale``) takes (the title goes above it)
 
 
 def axes_margins(ax: "Axes") -> Margins:
     """What ``ax`` draws outside its box: bottom x ticks and label, left y ticks and label, the title and
-    any secondary x axis on top (the title is then placed above it, once, instead of matplotlib
+    a second scale on top (``top_scale``: the title is then placed above it, once, instead of matplotlib
     measuring every tick label for it at each draw)."""
     from matplotlib import rcParams
 
@@ -131,9 +131,6 @@ def axes_margins(ax: "Axes") -> Margins:
     margins.bottom = (plain["x"][0] if "x" in plain else _tick_extent(ax.xaxis, "x")) + _label_extent(ax.xaxis)
     margins.left = (plain["y"][0] if "y" in plain else _tick_extent(ax.yaxis, "y")) + _label_extent(ax.yaxis)
     top_axes = _TOP_SCALES.get(ax, 0.0)  # a second scale along the top (``top_scale``)
-    for child in ax.child_axes:  # secondary_xaxis("top"): its ticks and label sit above the box
-        if child.xaxis.get_ticks_position() == "top" or child.xaxis.get_label_position() == "top":
-            top_axes = max(top_axes, _tick_extent(child.xaxis, "x") + _label_extent(child.xaxis))
     title = ax.title.get_text()
     title_height = text_inches(title, ax.title.get_fontsize())[1] + rcParams["axes.titlepad"] * POINT if title \
         else 0.0
